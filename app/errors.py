@@ -1,0 +1,48 @@
+"""The receiver's one error hierarchy: each error carries its HTTP status and a safe detail.
+
+Details are fixed strings or describe the request's shape, never a secret or payload bytes.
+One exception handler (in `main.py`) turns them into `{"detail": ...}` answers.
+"""
+
+from __future__ import annotations
+
+
+class WebhookError(Exception):
+    status_code = 400
+    reason = "bad_request"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class InvalidSignature(WebhookError):
+    status_code = 401
+    reason = "invalid_signature"
+
+
+class StaleTimestamp(WebhookError):
+    status_code = 400
+    reason = "stale_timestamp"
+
+
+class InvalidPayload(WebhookError):
+    status_code = 400
+    reason = "invalid_payload"
+
+
+class UnknownSource(WebhookError):
+    status_code = 404
+    reason = "unknown_source"
+
+
+class BodyTooLarge(WebhookError):
+    status_code = 413
+    reason = "body_too_large"
+
+
+class QueueUnavailable(WebhookError):
+    """Redis could not be reached or did not answer: nothing was accepted, the sender retries."""
+
+    status_code = 503
+    reason = "queue_unavailable"

@@ -1,0 +1,47 @@
+"""Every Redis key the product names, in one place.
+
+The receiver's own keys live under the configured prefix. RQ's keys (`rq:job:<id>`,
+`rq:queue:<name>`) are RQ's to name; the helpers here only reproduce them where the claim
+script must touch them in the same atomic step, and a test checks they match RQ's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+RQ_QUEUES_SET = "rq:queues"
+_JOB_ID_SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def job_id_for(source: str, event_id: str) -> str:
+    """A deterministic RQ job id for one event of one source.
+
+    RQ accepts only `[A-Za-z0-9_-]` in job ids, and providers' ids may hold `.`, `:`, `/`
+    or anything else; a hash keeps every id valid and the source prefix keeps two
+    providers' ids from colliding.
+    """
+    digest = hashlib.blake2b(event_id.encode(), digest_size=16).hexdigest()
+    return f"{source}-{digest}"
+
+
+def is_job_id(value: str) -> bool:
+    return bool(_JOB_ID_SAFE.match(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    prefix: str
+    queue_name: str
+
+    def seen(self, source: str, event_id: str) -> str:
+        return f"{self.prefix}:seen:{source}:{event_id}"
+
+    @property
+    def queue(self) -> str:
+        return f"rq:queue:{self.queue_name}"
+
+    @staticmethod
+    def job(job_id: str) -> str:
+        return f"rq:job:{job_id}"

@@ -1,0 +1,64 @@
+"""One JSON line per log record, and one per terminal state of a delivery.
+
+States: accepted, duplicate, rejected (with a reason), done, ignored, retry_scheduled,
+dead_lettered, requeued. Each line names the source, event id and type; none ever carries a
+secret or a payload.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+logger = logging.getLogger("webhooks")
+
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        extra = {k: v for k, v in vars(record).items() if k not in _RESERVED}
+        if "state" not in extra:
+            line["msg"] = record.getMessage()
+        line.update(extra)
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Send the `webhooks` logger to stderr as JSON lines (once per process)."""
+    if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+
+
+def log_state(state: str, source: str, event_id: str, event_type: str, **fields: Any) -> None:
+    level = logging.WARNING if state in {"rejected", "dead_lettered"} else logging.INFO
+    logger.log(
+        level,
+        state,
+        extra={
+            "state": state,
+            "source": source,
+            "event_id": event_id,
+            "type": event_type,
+            **fields,
+        },
+    )
+
+
+def elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,87 @@
+"""The ASGI application (`app.main:app`).
+
+Settings are read when the app starts, not when this module is imported, so tests build
+their own app with `create_app(settings)`. A configuration error stops startup with a
+message naming the variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis.asyncio as aioredis
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+from starlette.exceptions import HTTPException
+
+from app.errors import WebhookError
+from app.logs import configure_logging, logger
+from app.receiver import Receiver
+from app.routes import router
+from app.settings import Settings
+
+
+def redis_client(settings: Settings) -> aioredis.Redis:
+    # Short timeouts and few retries: when Redis is gone the provider should get its 503
+    # (and retry later) in well under its own timeout, not hang.
+    return aioredis.Redis.from_url(
+        settings.redis_url,
+        socket_connect_timeout=2,
+        socket_timeout=5,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+        health_check_interval=30,
+    )
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_logging()
+        active = settings if settings is not None else Settings.load()
+        redis = redis_client(active)
+        app.state.receiver = Receiver(active, redis)
+        logger.info(
+            "receiver started",
+            extra={"sources": {n: s.provider for n, s in active.sources.items()}},
+        )
+        try:
+            yield
+        finally:
+            await redis.aclose()
+
+    app = FastAPI(title="webhook receiver", lifespan=lifespan)
+    app.include_router(router)
+
+    @app.exception_handler(WebhookError)
+    async def webhook_error(request: Request, exc: WebhookError) -> JSONResponse:
+        source = request.path_params.get("source", "")
+        logger.warning(
+            "rejected",
+            extra={
+                "state": "rejected",
+                "source": source,
+                "reason": exc.reason,
+                "status": exc.status_code,
+                "detail": exc.detail,
+            },
+        )
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": "invalid request"}, status_code=400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    return app
+
+
+app = create_app()

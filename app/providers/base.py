@@ -1,0 +1,121 @@
+"""The verifier interface every provider module implements, and the helpers they share.
+
+A verifier turns (raw bytes, headers, now) into a `Delivery` or raises a `WebhookError`.
+It checks the signature over exactly the bytes received, before parsing anything, and
+compares digests in constant time. Every malformed input is an error with a status code,
+so no provider quirk can surface as a 500.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
+from app.settings import SourceConfig
+
+MAX_EVENT_ID_LENGTH = 256
+MAX_EVENT_TYPE_LENGTH = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a verified request tells the rest of the pipeline."""
+
+    event_id: str
+    event_type: str
+    # Provider headers a handler may need (delivery ids, topic...); never signature headers.
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Verifier(ABC):
+    """Verifies one source's requests. Subclasses set `provider` and implement `verify`."""
+
+    provider: str = ""
+
+    def __init__(self, source: SourceConfig) -> None:
+        self.source = source
+        # Encoded once: secrets are used on every request.
+        self.keys = tuple(s.get_secret_value().encode() for s in source.secrets)
+
+    @abstractmethod
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
+        """Return the delivery, or raise `InvalidSignature`, `StaleTimestamp`, `InvalidPayload`."""
+
+
+def hmac_sha256(key: bytes, message: bytes) -> bytes:
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+def any_signature_matches(expected: Iterable[bytes], given: Iterable[bytes]) -> bool:
+    """True when any given signature equals any expected one, each compared in constant time.
+
+    Every pair is compared (no early exit), so the time taken does not tell which secret or
+    which signature came close.
+    """
+    matched = False
+    given = list(given)
+    for digest in expected:
+        for candidate in given:
+            matched |= hmac.compare_digest(digest, candidate)
+    return matched
+
+
+def parse_hex(value: str) -> bytes | None:
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        return None
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidPayload("body is not valid JSON") from None
+    if not isinstance(payload, dict):
+        raise InvalidPayload("body must be a JSON object")
+    return payload
+
+
+def event_id_from(value: object, where: str) -> str:
+    """A usable event id: a non-empty string (or integer) of printable characters."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidPayload(f"no event id: {where} is missing or not a string")
+    text = str(value)
+    if not text or len(text) > MAX_EVENT_ID_LENGTH or not text.isprintable():
+        raise InvalidPayload(
+            f"event id in {where} must be 1 to {MAX_EVENT_ID_LENGTH} printable characters"
+        )
+    return text
+
+
+def event_type_from(value: object) -> str:
+    """The event type, or "" when the sender gave none (only "*" handlers then match)."""
+    if not isinstance(value, str) or len(value) > MAX_EVENT_TYPE_LENGTH or not value.isprintable():
+        return ""
+    return value
+
+
+def check_body_timestamp(payload: Mapping[str, Any], tolerance: int, now: float) -> None:
+    """Reject a signed body whose `created` (unix seconds) is outside the tolerance, both ways."""
+    created = payload.get("created")
+    if created is None:
+        return
+    if isinstance(created, bool) or not isinstance(created, int | float):
+        raise InvalidPayload("'created' must be unix seconds")
+    if abs(now - created) > tolerance:
+        raise StaleTimestamp("timestamp outside the replay tolerance")
+
+
+def header(headers: Mapping[str, str], name: str) -> str:
+    """A required header, stripped; missing or empty is a verification failure."""
+    value = headers.get(name, "").strip()
+    if not value:
+        raise InvalidSignature(f"missing {name} header")
+    return value

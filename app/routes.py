@@ -1,0 +1,38 @@
+"""HTTP routes. The receiver is injected, so tests build the app with their own settings."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from app.receiver import Receiver
+
+router = APIRouter()
+
+
+def get_receiver(request: Request) -> Receiver:
+    receiver: Receiver = request.app.state.receiver
+    return receiver
+
+
+ReceiverDep = Annotated[Receiver, Depends(get_receiver)]
+
+
+@router.post("/webhooks/{source}", summary="Receive one provider event")
+async def receive_webhook(source: str, request: Request, receiver: ReceiverDep) -> JSONResponse:
+    outcome = await receiver.receive(source, request)
+    return JSONResponse({"status": outcome.status, "id": outcome.event_id})
+
+
+@router.get("/healthz", summary="The process is alive")
+async def healthz() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/readyz", summary="Redis is reachable, so events can be accepted")
+async def readyz(receiver: ReceiverDep) -> JSONResponse:
+    if await receiver.ready():
+        return JSONResponse({"status": "ready"})
+    return JSONResponse({"detail": "redis unreachable"}, status_code=503)

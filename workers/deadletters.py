@@ -1,0 +1,120 @@
+"""The dead-letter store: the failed registry of the webhook queue.
+
+Kept in RQ's own registry so rq-dashboard shows and requeues the same entries the
+`webhooks dead` command does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from redis import Redis
+from rq import Queue
+from rq.exceptions import InvalidJobOperation, NoSuchJobError
+from rq.job import Job
+from rq.registry import FailedJobRegistry
+
+from app.logs import log_state
+from app.settings import Settings
+from workers.budget import restore_budget
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    job_id: str
+    source: str
+    event_id: str
+    type: str
+    attempts: int
+    error: str
+    failed_at: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _iso(timestamp: object) -> str | None:
+    if isinstance(timestamp, int | float):
+        return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+    return None
+
+
+def dead_letter_of(job: Job) -> DeadLetter:
+    meta = job.meta
+    return DeadLetter(
+        job_id=job.id,
+        source=str(meta.get("source", "")),
+        event_id=str(meta.get("event_id", "")),
+        type=str(meta.get("type", "")),
+        attempts=int(meta.get("attempts", 0)),
+        error=str(meta.get("last_error", "")),
+        failed_at=_iso(meta.get("dead_at")),
+    )
+
+
+class DeadLetters:
+    def __init__(self, settings: Settings, connection: Redis) -> None:
+        self.settings = settings
+        self.connection = connection
+        self.queue = Queue(settings.webhook_queue, connection=connection)
+        self.registry = FailedJobRegistry(queue=self.queue)
+
+    def ids(self) -> list[str]:
+        return [str(i) for i in self.registry.get_job_ids(cleanup=False)]
+
+    def list(self) -> list[DeadLetter]:
+        ids = self.ids()
+        jobs = Job.fetch_many(ids, connection=self.connection) if ids else []
+        return [dead_letter_of(job) for job in jobs if job is not None]
+
+    def get(self, job_id: str) -> Job | None:
+        if job_id not in self.registry:
+            return None
+        try:
+            return Job.fetch(job_id, connection=self.connection)
+        except NoSuchJobError:
+            return None
+
+    def requeue(self, job_id: str) -> bool:
+        """Requeue one dead letter with its full retry budget; False when it is not one."""
+        job = self.get(job_id)
+        if job is None:
+            return False
+        restore_budget(job, self.settings)
+        try:
+            # RQ saves the whole job (our restored budget and meta included) as it requeues.
+            self.registry.requeue(job)
+        except InvalidJobOperation:
+            return False  # requeued or purged by someone else meanwhile
+        letter = dead_letter_of(job)
+        log_state(
+            "requeued", letter.source, letter.event_id, letter.type, job_id=job.id, by="command"
+        )
+        return True
+
+    def purge(self, job_id: str) -> bool:
+        """Delete one dead letter for good. Its event id stays claimed until the TTL ends."""
+        job = self.get(job_id)
+        if job is None:
+            return False
+        self.registry.remove(job, delete_job=True)
+        return True
+
+    def show(self, job_id: str) -> dict[str, Any] | None:
+        job = self.get(job_id)
+        if job is None:
+            return None
+        result = job.latest_result()
+        args = job.args
+        raw = args[3] if len(args) > 3 and isinstance(args[3], bytes) else b""
+        return {
+            **dead_letter_of(job).as_dict(),
+            "received_at": _iso(job.meta.get("received_at")),
+            "requeues": int(job.meta.get("requeues", 0)),
+            "permanent": bool(job.meta.get("permanent")),
+            "headers": args[4] if len(args) > 4 else {},
+            "payload": raw.decode("utf-8", errors="replace"),
+            "traceback": result.exc_string if result is not None else None,
+        }

@@ -1,0 +1,169 @@
+"""The RQ worker of the `worker:` Procfile line.
+
+A plain RQ `Worker` (one forked work-horse per job, so a crashing or leaking handler cannot
+take the worker down) that also:
+- counts every attempt in `job.meta` and restores the retry budget of a job requeued from
+  the dead letters by anything that is not our command (rq-dashboard, `rq requeue`);
+- records the last error and the terminal state in `job.meta`, where rq-dashboard and the
+  `webhooks` command show them;
+- writes one JSON log line per terminal state: done, ignored, retry_scheduled, dead_lettered.
+RQ itself handles SIGTERM: the current job finishes, then the worker exits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from typing import Any
+
+from redis import Redis
+from rq import Queue, Worker
+from rq.executions import Execution
+from rq.job import Job
+from rq.registry import StartedJobRegistry
+
+from app.logs import configure_logging, log_state, logger
+from app.settings import ConfigError, Settings
+from workers.budget import restore_budget, was_requeued
+from workers.job import DONE, IGNORED
+from workers.registry import registry
+
+MAX_ERROR_LENGTH = 500
+
+
+def last_error(exc_string: str) -> str:
+    """The last non-empty line of a traceback: the exception and its message."""
+    lines = [line.strip() for line in exc_string.strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else "unknown error"
+    return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "~"
+
+
+def _labels(job: Job) -> tuple[str, str, str]:
+    meta = job.meta
+    return str(meta.get("source", "")), str(meta.get("event_id", "")), str(meta.get("type", ""))
+
+
+class WebhookWorker(Worker):
+    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        self.begin_attempt(job)
+        super().execute_job(job, queue)
+
+    def begin_attempt(self, job: Job) -> None:
+        if was_requeued(job):
+            restore_budget(job, self.settings)
+            log_state("requeued", *_labels(job), job_id=job.id, by="rq")
+        job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
+        job.meta["state"] = "running"
+        with self.connection.pipeline(transaction=False) as pipe:
+            pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
+            pipe.hset(job.key, "retries_left", job.retries_left or 0)
+            if job.retry_intervals is not None:
+                pipe.hset(job.key, "retry_intervals", _json_list(job.retry_intervals))
+            pipe.execute()
+
+    def handle_job_success(
+        self,
+        job: Job,
+        queue: Queue,
+        started_job_registry: StartedJobRegistry,
+        execution: Execution,
+    ) -> None:
+        state = job._result if job._result in (DONE, IGNORED) else DONE
+        job.meta["state"] = state
+        job.meta["settled_at"] = time.time()
+        job.save_meta()  # type: ignore[no-untyped-call]
+        super().handle_job_success(job, queue, started_job_registry, execution)
+        log_state(state, *_labels(job), job_id=job.id, attempt=job.meta.get("attempts"))
+
+    def handle_job_failure(
+        self,
+        job: Job,
+        queue: Queue,
+        started_job_registry: StartedJobRegistry | None = None,
+        exc_string: str = "",
+        execution: Execution | None = None,
+    ) -> None:
+        stopped = self._stopped_job_id == job.id
+        retry = bool(job.should_retry) and not stopped
+        error = last_error(exc_string)
+        job.meta["last_error"] = error
+        delay = job.get_retry_interval() if retry else None
+        if retry:
+            job.meta["state"] = "retrying"
+        else:
+            job.meta.update(state="dead", dead=True, dead_at=time.time())
+        job.save_meta()  # type: ignore[no-untyped-call]
+        super().handle_job_failure(
+            job,
+            queue,
+            started_job_registry=started_job_registry,
+            exc_string=exc_string,
+            execution=execution,
+        )
+        fields: dict[str, Any] = {
+            "job_id": job.id,
+            "attempt": job.meta.get("attempts"),
+            "error": error,
+        }
+        if retry:
+            log_state(
+                "retry_scheduled",
+                *_labels(job),
+                delay=delay,
+                retries_left=job.retries_left,
+                **fields,
+            )
+        else:
+            log_state(
+                "dead_lettered", *_labels(job), permanent=bool(job.meta.get("permanent")), **fields
+            )
+
+
+def _json_list(values: list[int]) -> str:
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
+
+
+def import_handlers(settings: Settings) -> None:
+    """Import the modules of WEBHOOK_HANDLERS, whose `@handler`s fill the registry."""
+    # Like `rq worker`, look for handler modules in the directory the worker starts from.
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for module in settings.webhook_handlers:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ConfigError(f"WEBHOOK_HANDLERS: cannot import {module!r}: {exc}") from exc
+    unknown = registry.sources() - set(settings.sources)
+    if unknown:
+        logger.warning(
+            "handlers registered for sources that are not configured",
+            extra={"sources": sorted(unknown)},
+        )
+    if not settings.webhook_handlers:
+        logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
+
+
+def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorker:
+    connection = connection or Redis.from_url(settings.redis_url)
+    queue = Queue(settings.webhook_queue, connection=connection)
+    return WebhookWorker(
+        [queue],
+        connection=connection,
+        settings=settings,
+        maintenance_interval=settings.webhook_maintenance_interval,
+        # Descriptions hold event ids; the JSON state lines already say what ran.
+        log_job_description=False,
+    )
+
+
+def run_worker(settings: Settings, burst: bool = False) -> bool:
+    configure_logging()
+    import_handlers(settings)
+    worker = build_worker(settings)
+    return bool(worker.work(burst=burst, with_scheduler=True, logging_level="INFO"))
