@@ -34,11 +34,23 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever `sys.stderr` is now, not the one that existed at setup."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """Send the `webhooks` logger to stderr as JSON lines (once per process)."""
     if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     logger.addHandler(handler)
     logger.setLevel(level)

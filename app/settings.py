@@ -112,7 +112,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        env_file = settings_cls.model_config.get("env_file")
+        # The dotenv source knows the file in force, including a `_env_file=` override.
+        env_file = getattr(dotenv_settings, "env_file", None)
         per_source = _PerSourceVariables(
             settings_cls, Path(str(env_file)) if isinstance(env_file, str | Path) else None
         )

@@ -1,0 +1,38 @@
+"""Handlers the end-to-end tests load into the real worker through WEBHOOK_HANDLERS.
+
+They report to Redis, since they run in another process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from redis import Redis
+
+from workers import Event, handler
+
+
+def _redis() -> Redis:
+    return Redis.from_url(os.environ["REDIS_URL"])
+
+
+@handler("inbound", "order.created")
+def count(event: Event) -> None:
+    _redis().incr(f"effects:{event.id}")
+
+
+@handler("inbound", "order.flaky")
+def flaky(event: Event) -> None:
+    r = _redis()
+    r.incr(f"effects:{event.id}")
+    if r.exists(f"fail:{event.id}"):
+        raise RuntimeError("downstream is down")
+
+
+@handler("inbound", "order.slow")
+def slow(event: Event) -> None:
+    r = _redis()
+    r.set(f"started:{event.id}", 1)
+    time.sleep(float(event.payload.get("seconds", 3)))
+    r.incr(f"effects:{event.id}")

@@ -1,0 +1,147 @@
+"""Starting the Procfile's real processes, and a TCP proxy that can cut Redis off."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def procfile() -> dict[str, str]:
+    lines = (ROOT / "Procfile").read_text().splitlines()
+    return dict(line.split(": ", 1) for line in lines if line.strip() and ": " in line)
+
+
+@dataclass
+class Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def signal(self, sig: int) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+
+    def stop(self, timeout: float = 15) -> int:
+        self.signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            return self.popen.wait()
+
+
+def start(name: str, env: dict[str, str], log_dir: Path) -> Process:
+    """Run one Procfile line as honcho would: through a shell, in its own process group."""
+    command = procfile()[name]
+    full_env = {**os.environ, **env}
+    full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env["PATH"]])
+    log = log_dir / f"{name}-{env.get('PORT', '0')}.log"
+    with log.open("wb") as out:
+        popen = subprocess.Popen(
+            ["/bin/sh", "-c", "exec " + command],
+            cwd=ROOT,
+            env=full_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Process(name, popen, log)
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 20, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def wait_http(
+    url: str, process: Process, timeout: float = 20, auth: tuple[str, str] | None = None
+) -> None:
+    def up() -> bool:
+        if process.popen.poll() is not None:
+            raise AssertionError(f"{process.name} exited:\n{process.output()}")
+        try:
+            return httpx.get(url, timeout=1, auth=auth).status_code < 500
+        except httpx.HTTPError:
+            return False
+
+    wait_until(up, timeout, f"{process.name} at {url}")
+
+
+@dataclass
+class RedisProxy:
+    """Forwards TCP to Redis. `drop_requests_with` cuts the connection instead of forwarding a
+    command holding those bytes; `drop_replies_after` forwards such a command, then cuts the
+    connection before its answer gets back."""
+
+    target_port: int
+    drop_requests_with: bytes | None = None
+    drop_replies_after: bytes | None = None
+    port: int = 0
+    _server: socket.socket = field(init=False)
+
+    def start(self) -> RedisProxy:
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            sent: list[bytes] = []
+            threading.Thread(
+                target=self._pump, args=(client, upstream, sent, True), daemon=True
+            ).start()
+            threading.Thread(
+                target=self._pump, args=(upstream, client, sent, False), daemon=True
+            ).start()
+
+    def _pump(
+        self, source: socket.socket, sink: socket.socket, sent: list[bytes], is_request: bool
+    ) -> None:
+        try:
+            while data := source.recv(65536):
+                if is_request:
+                    if self.drop_requests_with and self.drop_requests_with in data:
+                        break
+                    sent.append(data)
+                elif self.drop_replies_after and any(self.drop_replies_after in d for d in sent):
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def close(self) -> None:
+        self._server.close()

@@ -1,0 +1,146 @@
+"""The `webhooks dead` command, against a real redis-server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from redis import Redis
+from rq import Queue
+from rq.job import Job
+from rq.registry import FailedJobRegistry
+
+from app.keys import job_id_for
+from app.settings import Settings
+from tests.conftest import SECRET, event_body
+from workers import Event, handler
+from workers.cli import main
+
+Post = Callable[..., Any]
+
+
+@pytest.fixture
+def dead_letters(
+    make_settings: Callable[..., Settings],
+    make_client: Callable[..., TestClient],
+    post_event: Post,
+    run_worker: Callable[[Settings], Any],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[str]:
+    """Three events dead-lettered by a failing handler; the command's env points at them."""
+    settings = make_settings()
+
+    @handler("inbound", "*")
+    def boom(event: Event) -> None:
+        raise ValueError(f"cannot sync {event.id}")
+
+    client = make_client(settings)
+    for n in range(3):
+        post_event(client, event_body(f"evt_{n}", f"type.{n}"))
+    run_worker(settings)
+    for name, value in {
+        "REDIS_URL": settings.redis_url,
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "WEBHOOK_MAX_RETRIES": "2",
+        "WEBHOOK_RETRY_INTERVALS": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return [job_id_for("inbound", f"evt_{n}") for n in range(3)]
+
+
+def webhooks(*args: str) -> Any:
+    return CliRunner().invoke(main, list(args))
+
+
+def test_dead_list_json_has_one_object_per_dead_letter(dead_letters: list[str]) -> None:
+    result = webhooks("dead", "list", "--json")
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert sorted(r["job_id"] for r in rows) == sorted(dead_letters)
+    row = next(r for r in rows if r["event_id"] == "evt_1")
+    assert (row["source"], row["type"], row["attempts"]) == ("inbound", "type.1", 3)
+    assert row["error"] == "ValueError: cannot sync evt_1"
+
+
+def test_dead_list_prints_a_table(dead_letters: list[str]) -> None:
+    result = webhooks("dead", "list")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[0].split()[:3] == ["JOB", "ID", "SOURCE"]
+    assert all(job_id in result.stdout for job_id in dead_letters)
+
+
+def test_dead_show_prints_payload_and_traceback(dead_letters: list[str]) -> None:
+    result = webhooks("dead", "show", dead_letters[0], "--json")
+    shown = json.loads(result.stdout)
+    assert json.loads(shown["payload"]) == {"id": "evt_0", "type": "type.0"}
+    assert "ValueError: cannot sync evt_0" in shown["traceback"]
+
+
+def test_dead_show_of_an_unknown_id_fails_clearly(dead_letters: list[str]) -> None:
+    result = webhooks("dead", "show", "inbound-nope")
+    assert result.exit_code == 1 and "inbound-nope is not a dead letter" in result.output
+
+
+def test_dead_requeue_moves_the_named_ones_back_to_the_queue(
+    dead_letters: list[str], redis: Redis
+) -> None:
+    result = webhooks("dead", "requeue", dead_letters[0], dead_letters[1])
+    assert result.exit_code == 0 and "requeued 2" in result.stdout
+    assert sorted(Queue("webhooks", connection=redis).job_ids) == sorted(dead_letters[:2])
+    job = Job.fetch(dead_letters[0], connection=redis)
+    assert job.retries_left == 2 and job.meta["dead"] is False
+
+
+def test_dead_requeue_skips_unknown_ids_and_exits_1_after_doing_the_rest(
+    dead_letters: list[str], redis: Redis
+) -> None:
+    result = webhooks("dead", "requeue", "inbound-nope", dead_letters[2])
+    assert result.exit_code == 1
+    assert "inbound-nope" in result.stderr
+    assert Queue("webhooks", connection=redis).job_ids == [dead_letters[2]]
+
+
+def test_dead_requeue_all(dead_letters: list[str], redis: Redis) -> None:
+    assert webhooks("dead", "requeue", "--all").exit_code == 0
+    assert FailedJobRegistry("webhooks", connection=redis).count == 0
+    assert len(Queue("webhooks", connection=redis).job_ids) == 3
+
+
+def test_dead_requeue_needs_ids_or_all(dead_letters: list[str]) -> None:
+    assert webhooks("dead", "requeue").exit_code == 2
+
+
+def test_dead_purge_deletes_the_job(dead_letters: list[str], redis: Redis) -> None:
+    assert webhooks("dead", "purge", dead_letters[0]).exit_code == 0
+    assert not redis.exists(f"rq:job:{dead_letters[0]}")
+    assert dead_letters[0] not in FailedJobRegistry("webhooks", connection=redis)
+
+
+def test_dead_purge_all_asks_first(dead_letters: list[str], redis: Redis) -> None:
+    refused = CliRunner().invoke(main, ["dead", "purge", "--all"], input="n\n")
+    assert refused.exit_code == 1
+    assert FailedJobRegistry("webhooks", connection=redis).count == 3
+    assert webhooks("dead", "purge", "--all", "--yes").exit_code == 0
+    assert FailedJobRegistry("webhooks", connection=redis).count == 0
+
+
+def test_an_unreachable_redis_is_a_clear_error_without_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://:hunter2@127.0.0.1:1/0")
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1
+    assert "cannot reach Redis at 127.0.0.1:1/0" in result.output
+    assert "hunter2" not in result.output
+
+
+def test_a_missing_secret_is_reported_by_name() -> None:
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1
+    assert "WEBHOOK_SECRET_INBOUND (or WEBHOOK_SIGNING_SECRET) is not set" in result.output
