@@ -97,10 +97,14 @@ def run_stack() -> None:
     )
     honcho = [sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", str(base)]
     proc = subprocess.Popen(honcho, env=env)  # noqa: S603 - our own fixed command line
+
+    def forward(signum: int, _frame: object) -> None:
+        # honcho stops every process it started; Redis is stopped below, once it has.
+        proc.send_signal(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, forward)
     try:
-        proc.wait()
-    except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
         proc.wait()
     finally:
         if redis is not None:
