@@ -23,8 +23,9 @@ from app.settings import Settings
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    status: str  # "accepted" or "duplicate"
-    event_id: str
+    """The 200 answer: accepted or duplicate, or the reply a provider's handshake expects."""
+
+    body: dict[str, str]
 
 
 class Receiver:
@@ -44,6 +45,9 @@ class Receiver:
         raw = await read_body(request, self.settings.webhook_max_body_bytes)
         received_at = time.time()
         delivery = verifier.verify(raw, request.headers, received_at)
+        if delivery.reply is not None:
+            log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
+            return Outcome(body=delivery.reply)
         try:
             claim = await self.intake.claim_and_enqueue(verifier.source, delivery, raw, received_at)
         except RedisError as exc:
@@ -59,7 +63,7 @@ class Receiver:
             job_id=claim.job_id,
             ms=elapsed_ms(started),
         )
-        return Outcome(status=status, event_id=delivery.event_id)
+        return Outcome(body={"status": status, "id": delivery.event_id})
 
     async def ready(self) -> bool:
         try:

@@ -23,7 +23,7 @@ ReceiverDep = Annotated[Receiver, Depends(get_receiver)]
 @router.post("/webhooks/{source}", summary="Receive one provider event")
 async def receive_webhook(source: str, request: Request, receiver: ReceiverDep) -> JSONResponse:
     outcome = await receiver.receive(source, request)
-    return JSONResponse({"status": outcome.status, "id": outcome.event_id})
+    return JSONResponse(outcome.body)
 
 
 @router.get("/healthz", summary="The process is alive")

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 from app.providers.base import Delivery, Verifier
 from app.providers.generic import HmacVerifier
+from app.providers.github import GitHubVerifier
+from app.providers.paddle import PaddleVerifier
+from app.providers.shopify import ShopifyVerifier
+from app.providers.slack import SlackVerifier
+from app.providers.standard import StandardVerifier
+from app.providers.stripe import StripeVerifier
 from app.settings import ConfigError, SourceConfig
 
 VERIFIERS: dict[str, type[Verifier]] = {
-    HmacVerifier.provider: HmacVerifier,
+    cls.provider: cls
+    for cls in (
+        HmacVerifier,
+        StripeVerifier,
+        GitHubVerifier,
+        ShopifyVerifier,
+        SlackVerifier,
+        PaddleVerifier,
+        StandardVerifier,
+    )
 }
 
 

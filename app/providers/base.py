@@ -8,6 +8,8 @@ so no provider quirk can surface as a 500.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -31,6 +33,9 @@ class Delivery:
     event_type: str
     # Provider headers a handler may need (delivery ids, topic...); never signature headers.
     headers: dict[str, str] = field(default_factory=dict)
+    # Set when the provider expects an answer instead of an event (Slack's URL check):
+    # the receiver sends it back and enqueues nothing.
+    reply: dict[str, str] | None = None
 
 
 class Verifier(ABC):
@@ -119,3 +124,40 @@ def header(headers: Mapping[str, str], name: str) -> str:
     if not value:
         raise InvalidSignature(f"missing {name} header")
     return value
+
+
+def parse_timestamp(value: str) -> int:
+    """A signed unix timestamp; anything else means the signature header is malformed."""
+    value = value.strip()
+    if not value.isdigit() or len(value) > 12:
+        raise InvalidSignature("malformed signature timestamp")
+    return int(value)
+
+
+def check_window(timestamp: int, now: float, tolerance: int, *, future_too: bool) -> None:
+    """Refuse a signed timestamp older than the tolerance (and newer, when `future_too`)."""
+    if timestamp < now - tolerance or (future_too and timestamp > now + tolerance):
+        raise StaleTimestamp("timestamp outside the replay tolerance")
+
+
+def b64decode(value: str) -> bytes | None:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def key_value_pairs(value: str, separator: str) -> list[tuple[str, str]]:
+    """`t=1,v1=ab` -> [("t", "1"), ("v1", "ab")]; an item without `=` is malformed."""
+    pairs = []
+    for item in value.split(separator):
+        key, equals, val = item.strip().partition("=")
+        if not equals:
+            raise InvalidSignature("malformed signature header")
+        pairs.append((key.strip(), val.strip()))
+    return pairs
+
+
+def pick_headers(headers: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    """The named headers that are present, under their lower-case names."""
+    return {name: headers[name] for name in names if headers.get(name)}
