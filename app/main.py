@@ -18,6 +18,7 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from starlette.exceptions import HTTPException
 
+from app.durability import check_persistence
 from app.errors import WebhookError
 from app.logs import configure_logging, logger
 from app.receiver import Receiver
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         active = settings if settings is not None else Settings.load()
         redis = redis_client(active)
         app.state.receiver = Receiver(active, redis)
+        await check_persistence(redis, active)
         logger.info(
             "receiver started",
             extra={"sources": {n: s.provider for n, s in active.sources.items()}},

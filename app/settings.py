@@ -99,6 +99,8 @@ class Settings(BaseSettings):
     webhook_job_timeout: int = Field(300, ge=1)
     # How often a worker looks for jobs orphaned by a dead worker; RQ's own default is 600 s.
     webhook_maintenance_interval: int = Field(30, ge=1)
+    # Refuse to start when Redis could lose acknowledged events (AOF off, fsync not always).
+    webhook_require_durable_redis: bool = False
     rq_dashboard_username: str | None = None
     rq_dashboard_password: SecretStr | None = None
     per_source: dict[str, str] = Field(default_factory=dict, repr=False)

@@ -33,6 +33,7 @@ def flaky(event: Event) -> None:
 @handler("inbound", "order.slow")
 def slow(event: Event) -> None:
     r = _redis()
-    r.set(f"started:{event.id}", 1)
-    time.sleep(float(event.payload.get("seconds", 3)))
+    r.incr(f"starts:{event.id}")
+    # A test may shorten the sleep of a later attempt through Redis.
+    time.sleep(float(r.get(f"sleep:{event.id}") or event.payload.get("seconds", 3)))
     r.incr(f"effects:{event.id}")

@@ -29,6 +29,25 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def children(self) -> list[int]:
+        found = subprocess.run(
+            ["pgrep", "-P", str(self.popen.pid)], capture_output=True, text=True, check=False
+        )
+        return [int(pid) for pid in found.stdout.split()]
+
+    def kill_hard(self) -> None:
+        """SIGKILL the process and its children (an RQ worker's work-horse and scheduler)."""
+        children = self.children()
+        for pid in [self.popen.pid, *children]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.popen.wait()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -61,7 +80,29 @@ def start(name: str, env: dict[str, str], log_dir: Path) -> Process:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return Process(name, popen, log)
+    return Process(name, popen, log, int(env.get("PORT", "0")))
+
+
+class Stack:
+    """Starts Procfile processes against one Redis, each on a free port; stops them all."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.processes: list[Process] = []
+
+    def start(self, name: str, **overrides: str) -> Process:
+        from workers.redis_server import free_port
+
+        process = start(name, {**self.env, "PORT": str(free_port()), **overrides}, self.log_dir)
+        self.processes.append(process)
+        if name == "web":
+            wait_http(process.url + "/healthz", process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            process.stop()
 
 
 def wait_until(check: Callable[[], bool], timeout: float = 20, what: str = "condition") -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -100,19 +99,6 @@ def test_signed_events_flow_through_the_real_processes_exactly_once(
     )
     assert effects(redis, "evt_flaky") == 3
     assert '"state": "done"' in worker.output() and '"state": "requeued"' in worker.output()
-
-
-def test_sigterm_lets_the_worker_finish_its_job_then_exit(
-    stack: Callable[[str], Process], redis: Redis
-) -> None:
-    web, worker = stack("web"), stack("worker")
-    wait_http(url_of(web) + "/readyz", web)
-    assert send(url_of(web), "evt_slow", "order.slow", seconds=3).status_code == 200
-    wait_until(lambda: bool(redis.exists("started:evt_slow")), 30, "the slow job to start")
-    worker.signal(signal.SIGTERM)
-    assert worker.popen.wait(30) == 0
-    assert effects(redis, "evt_slow") == 1
-    assert Job.fetch(job_id_for("inbound", "evt_slow"), connection=redis).meta["state"] == "done"
 
 
 def test_the_web_process_refuses_to_start_without_a_secret(

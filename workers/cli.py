@@ -58,6 +58,8 @@ def worker(burst: bool) -> None:
         run_worker(_settings(), burst=burst)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command()

@@ -10,7 +10,7 @@ import shutil
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from redis import Redis
@@ -47,35 +47,37 @@ class RedisServer:
     directory: Path
     port: int = 0
     fsync: str = "always"
+    # Replace the defaults below (e.g. {"appendfsync": "everysec"}); `extra` is appended raw.
+    options: dict[str, str] = field(default_factory=dict)
+    extra: tuple[str, ...] = ()
     process: subprocess.Popen[bytes] | None = None
 
     @property
+    def password(self) -> str | None:
+        return self.options.get("requirepass")
+
+    @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port()
+        options = {
+            "port": str(self.port),
+            "bind": "127.0.0.1",
+            "dir": str(self.directory),
+            "appendonly": "yes",
+            "appendfsync": self.fsync,
+            "save": "",
+            "maxmemory-policy": "noeviction",
+            "logfile": "redis.log",
+            **self.options,
+        }
+        args = [arg for name, value in options.items() for arg in (f"--{name}", value)]
         self.process = subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
-            [
-                find_redis_server(),
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.directory),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                self.fsync,
-                "--save",
-                "",
-                "--maxmemory-policy",
-                "noeviction",
-                "--logfile",
-                "redis.log",
-            ],
+            [find_redis_server(), *args, *self.extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -84,7 +86,7 @@ class RedisServer:
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        client = Redis(port=self.port, socket_connect_timeout=0.5)
+        client = Redis(port=self.port, socket_connect_timeout=0.5, password=self.password)
         try:
             while True:
                 try:
