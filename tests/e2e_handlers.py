@@ -37,3 +37,9 @@ def slow(event: Event) -> None:
     # A test may shorten the sleep of a later attempt through Redis.
     time.sleep(float(r.get(f"sleep:{event.id}") or event.payload.get("seconds", 3)))
     r.incr(f"effects:{event.id}")
+
+
+@handler("inbound", "order.hostile")
+def hostile(event: Event) -> None:
+    # A careless handler that echoes payload text into its error, as real ones do.
+    raise ValueError(f"cannot parse {event.payload.get('note')}")

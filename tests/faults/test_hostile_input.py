@@ -1,0 +1,350 @@
+"""Hostile input: fuzzed HTTP, malformed wire bytes, dashboard XSS in a real browser."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import socket
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis import Redis
+
+from app.keys import job_id_for
+from tests.faults.conftest import AUTH, send
+from tests.processes import Process, Stack, wait_http, wait_until
+from tests.signers import CASES
+from workers.redis_server import RedisServer
+
+ALL_SOURCES = {
+    "webhook_sources": ",".join(f"{c.name}:{c.provider}" for c in CASES[:-1]),
+    "per_source": {f"WEBHOOK_SECRET_{c.name.upper()}": c.make_secret("k") for c in CASES[:-1]},
+}
+HEADER_NAMES = [
+    "Content-Type",
+    "Content-Length",
+    "Content-Encoding",
+    "X-Signature-256",
+    "Stripe-Signature",
+    "X-Hub-Signature-256",
+    "X-GitHub-Delivery",
+    "X-Shopify-Hmac-Sha256",
+    "X-Slack-Signature",
+    "X-Slack-Request-Timestamp",
+    "Paddle-Signature",
+    "webhook-id",
+    "webhook-timestamp",
+    "webhook-signature",
+]
+PATHS = [
+    "/webhooks/inbound",
+    "/webhooks/stripe",
+    "/webhooks/slack",
+    "/webhooks/",
+    "/webhooks",
+    "/webhooks/inbound/x",
+    "/webhooks/%2e%2e",
+    "/webhooks/%00",
+    "/healthz",
+    "/readyz",
+    "/docs",
+    "/openapi.json",
+    "/",
+    "//webhooks/inbound",
+]
+
+
+@given(
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"]),
+    path=st.one_of(
+        st.sampled_from(PATHS),
+        st.text(
+            st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="?#"), max_size=40
+        ).map(lambda s: "/webhooks/" + s),
+    ),
+    headers=st.dictionaries(
+        st.sampled_from(HEADER_NAMES),
+        st.text(st.characters(min_codepoint=32, max_codepoint=255), max_size=80),
+        max_size=5,
+    ),
+    body=st.one_of(
+        st.binary(max_size=2000), st.just(b'{"id": "e", "type": "t"}'), st.just(b"x" * 70_000)
+    ),
+)
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_the_http_surface_never_answers_500_nor_accepts_anything_unsigned(
+    make_client: Callable[..., TestClient],
+    redis: Redis,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes,
+) -> None:
+    client = make_client(webhook_max_body_bytes=65_536, **ALL_SOURCES)
+    wire = {k: v.encode("latin-1") for k, v in headers.items() if k != "Content-Length"}
+    response = client.request(method, path, content=body, headers=wire)
+    assert response.status_code < 500, (response.status_code, response.text)
+    assert "accepted" not in response.text and "duplicate" not in response.text
+    assert redis.dbsize() == 0
+
+
+@pytest.fixture
+def web(redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]) -> Process:
+    return make_stack(redis_server.url).start("web")
+
+
+def raw_exchange(port: int, data: bytes, timeout: float = 5) -> bytes:
+    """Send raw bytes, half-close, read what comes back until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n{}",
+        b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\nabc\r\n0\r\n\r\n",
+        b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n",
+        b'POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"id":',
+        b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nX-Signature-256: \xff\xfe\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+    ],
+    ids=[
+        "garbage",
+        "bad-length",
+        "length-and-chunked",
+        "bad-chunk",
+        "huge-header",
+        "truncated-body",
+        "non-ascii-header",
+    ],
+)
+def test_malformed_http_gets_a_4xx_or_a_close_never_a_5xx_or_a_hang(
+    web: Process, request_bytes: bytes
+) -> None:
+    answer = raw_exchange(web.port, request_bytes)
+    status = answer.split(b" ", 2)[1] if answer.startswith(b"HTTP/1.1 ") else b""
+    assert status == b"" or status.startswith(b"4"), answer[:200]
+
+
+def test_slow_clients_do_not_stop_the_receiver_from_answering_others(web: Process) -> None:
+    sockets = []
+    for _ in range(50):
+        sock = socket.create_connection(("127.0.0.1", web.port))
+        sock.sendall(b"POST /webhooks/inbound HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        sockets.append(sock)
+    try:
+        started = time.monotonic()
+        assert send(web.url, "evt_meanwhile").json()["status"] == "accepted"
+        assert time.monotonic() - started < 5
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+# --- the dashboard in a real browser -------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+HOSTILE_ID = '"><img src=x onerror="window.__xss=1">'
+HOSTILE_TYPE = "order.hostile"
+HOSTILE_NOTE = '<img src=x onerror="window.__xss=2"><script>window.__xss=3</script>'
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        reason = "chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def document_status(driver: object, url: str) -> int | None:
+    """The HTTP status of the last page load of `url`, from Chrome's network log."""
+    import json
+
+    status = None
+    for entry in driver.get_log("performance"):  # type: ignore[attr-defined]
+        message = json.loads(entry["message"])["message"]
+        response = message.get("params", {}).get("response", {})
+        if message["method"] == "Network.responseReceived" and response.get("url") == url:
+            status = int(response["status"])
+    return status
+
+
+def test_hostile_dead_letters_render_as_text_in_the_dashboard(
+    browser: object,
+    redis_server: RedisServer,
+    redis: Redis,
+    make_stack: Callable[..., Stack],
+) -> None:
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="0")
+    web, dashboard = stack.start("web"), stack.start("dashboard")
+    stack.start("worker")
+    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+    assert send(web.url, HOSTILE_ID, HOSTILE_TYPE, note=HOSTILE_NOTE).status_code == 200
+    job_id = job_id_for("inbound", HOSTILE_ID)
+    wait_until(
+        lambda: job_id in {j.decode() for j in redis.zrange("rq:failed:webhooks", 0, -1)},
+        30,
+        "the dead letter",
+    )
+
+    # Without a login the browser gets a 401 (and its login prompt), not the dashboard.
+    driver.get(dashboard.url + "/")
+    assert document_status(driver, dashboard.url + "/") == 401
+    assert "RQ" not in driver.page_source
+
+    token = base64.b64encode(":".join(AUTH).encode()).decode()
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd(
+        "Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}}
+    )
+    for page, marker in [
+        ("/0/view/jobs/webhooks/failed/8/asc/1", "order.hostile"),
+        (f"/0/view/job/{job_id}", "cannot parse"),
+    ]:
+        driver.get(dashboard.url + page)
+        wait_until(
+            lambda m=marker: m in driver.find_element("tag name", "body").text,
+            15,
+            f"{page} to render",
+        )
+        time.sleep(0.5)  # let any injected handler fire
+        assert driver.execute_script("return window.__xss") is None
+        assert (
+            driver.execute_script(
+                "return document.querySelectorAll('img[onerror], #job-data script').length"
+            )
+            == 0
+        )
+    # The hostile text is shown, as text.
+    assert "window.__xss=2" in driver.find_element("tag name", "body").text
+    driver.save_screenshot(str(dashboard.log.parent / "dashboard-job.png"))
+
+
+# --- secrets --------------------------------------------------------------------------------
+
+
+def test_secrets_never_appear_in_logs_error_bodies_or_the_dashboard(
+    tmp_path: object,
+    make_stack: Callable[..., Stack],
+) -> None:
+    from pathlib import Path
+
+    redis_password, signing_secret = "redis-pass-7Hq2", "signing-secret-9Zk4"
+    dashboard_password = "dashboard-pass-3Vb8"
+    server = RedisServer(Path(str(tmp_path)) / "r", options={"requirepass": redis_password})
+    server.start()
+    try:
+        stack = make_stack(
+            server.url,
+            WEBHOOK_SIGNING_SECRET=signing_secret,
+            RQ_DASHBOARD_PASSWORD=dashboard_password,
+            WEBHOOK_MAX_RETRIES="0",
+        )
+        web, worker, dashboard = stack.start("web"), stack.start("worker"), stack.start("dashboard")
+        auth = (AUTH[0], dashboard_password)
+        wait_http(dashboard.url + "/", dashboard, auth=auth)
+        seen: list[str] = []
+        with httpx.Client(timeout=10) as http:
+            for body, signature in [
+                (b'{"id": "e1", "type": "order.hostile"}', None),
+                (b'{"id": "e2"}', "0" * 64),
+                (b"{bad", signing_secret),
+                (b"{}", signing_secret),
+            ]:
+                import hashlib
+                import hmac
+
+                sig = (
+                    signature or hmac.new(signing_secret.encode(), body, hashlib.sha256).hexdigest()
+                )
+                seen.append(
+                    http.post(
+                        f"{web.url}/webhooks/inbound",
+                        content=body,
+                        headers={"X-Signature-256": sig},
+                    ).text
+                )
+            redis = Redis.from_url(server.url)
+            wait_until(lambda: redis.zcard("rq:failed:webhooks") == 1, 30, "a dead letter")
+            job_id = job_id_for("inbound", "e1")
+            for path in [
+                "/",
+                "/0/data/queues.json",
+                "/0/data/workers.json",
+                "/0/view/workers",
+                f"/0/data/job/{job_id}.json",
+                "/0/data/jobs/webhooks/failed/8/asc/1.json",
+            ]:
+                seen.append(http.get(dashboard.url + path, auth=auth).text)
+            seen.append(http.get(dashboard.url + "/", auth=(AUTH[0], "wrong")).text)
+            seen += [http.get(web.url + p).text for p in ("/readyz", "/healthz", "/metrics")]
+        for process in (web, worker, dashboard):
+            process.stop()
+            seen.append(process.output())
+        everything = "\n".join(seen)
+        for secret in (redis_password, signing_secret, dashboard_password):
+            assert secret not in everything
+    finally:
+        server.stop()
+
+
+def test_concurrent_duplicates_across_two_receivers_make_one_job(
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
+) -> None:
+    stack = make_stack(redis_server.url)
+    receivers = [stack.start("web"), stack.start("web")]
+
+    def deliver(n: int) -> str:
+        return str(send(receivers[n % 2].url, "evt_twice").json()["status"])
+
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        statuses = list(pool.map(deliver, range(80)))
+    assert statuses.count("accepted") == 1 and statuses.count("duplicate") == 79
+    assert redis.lrange("rq:queue:webhooks", 0, -1) == [job_id_for("inbound", "evt_twice").encode()]
