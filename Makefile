@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test lint typecheck clean
+.PHONY: install install-test run test lint format typecheck clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -31,6 +31,10 @@ run: install
 lint: install-test
 	$(BIN)/ruff check app workers tests examples
 	$(BIN)/ruff format --check app workers tests examples
+
+format: install-test
+	$(BIN)/ruff check --fix app workers tests examples
+	$(BIN)/ruff format app workers tests examples
 
 typecheck: install-test
 	$(BIN)/mypy

@@ -56,8 +56,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await redis.aclose()
 
     # No interactive docs: the public surface is the webhook routes and the probes.
-    app = FastAPI(title="webhook receiver", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)
+    app = FastAPI(
+        title="webhook receiver", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.include_router(router)
 
     @app.exception_handler(WebhookError)
