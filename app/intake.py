@@ -1,11 +1,12 @@
-"""Claim an event id and enqueue its RQ job in one atomic step.
+"""Claim an event id and enqueue its RQ job in one atomic step, recording it in the ledger.
 
 The seed article's receiver did `SET NX` and then `LPUSH`: a crash between the two left an
 event claimed but never queued, and the provider's retry was then answered "duplicate".
 Here a single Lua script checks, writes the job hash exactly as RQ's `job.to_dict()`
-serialises it, registers the queue, pushes the job id and only then sets the dedupe key,
-in one round trip that Redis runs without interleaving. Either the script never reached
-Redis (nothing is written; the answer is 503 and the provider retries) or all of it ran.
+serialises it, registers the queue, pushes the job id, writes the ledger record, and only
+then sets the dedupe key, in one round trip that Redis runs without interleaving. Either
+the script never reached Redis (nothing is written; the answer is 503 and the provider
+retries) or all of it ran.
 
 An event counts as a duplicate while its dedupe key lives *or* its job still exists (queued,
 retrying, dead-lettered or finished within its result TTL): re-enqueuing an existing job id
@@ -15,6 +16,7 @@ would merge into the old hash and run it twice.
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +32,10 @@ from app.settings import Settings, SourceConfig
 JOB_FUNCTION = "workers.job.deliver"
 
 CLAIM_AND_ENQUEUE = """
--- KEYS: 1 dedupe key, 2 job hash, 3 queue list, 4 RQ's set of queues
--- ARGV: 1 dedupe ttl, 2 job id, 3.. job hash field/value pairs
+-- KEYS: 1 dedupe key, 2 job hash, 3 queue list, 4 RQ's set of queues,
+--       5 ledger record, 6 ledger index
+-- ARGV: 1 dedupe ttl, 2 job id, 3 ledger ttl, 4 received at (unix s), 5 number of job
+--       fields n, 6..5+2n job hash field/value pairs, then ledger field/value pairs
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
   return 0
 end
@@ -40,10 +44,23 @@ local kind = redis.call('TYPE', KEYS[3])['ok']
 if kind ~= 'none' and kind ~= 'list' then
   return redis.error_reply('queue key ' .. KEYS[3] .. ' holds a ' .. kind)
 end
-redis.call('HSET', KEYS[2], unpack(ARGV, 3))
+local split = 5 + 2 * tonumber(ARGV[5])
+redis.call('HSET', KEYS[2], unpack(ARGV, 6, split))
 redis.call('SADD', KEYS[4], KEYS[3])
 redis.call('RPUSH', KEYS[3], ARGV[2])
+redis.call('HSET', KEYS[5], unpack(ARGV, split + 1))
+redis.call('EXPIRE', KEYS[5], ARGV[3])
+redis.call('ZADD', KEYS[6], ARGV[4], KEYS[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', tonumber(ARGV[4]) - tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+return 1
+"""
+
+# Log-only dedupe mode: a would-be duplicate is still enqueued, under a job id of its own.
+ENQUEUE_ONLY = """
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('SADD', KEYS[3], KEYS[2])
+redis.call('RPUSH', KEYS[2], ARGV[1])
 return 1
 """
 
@@ -60,16 +77,20 @@ def safe_label(value: str, limit: int = 80) -> str:
 class Claim:
     accepted: bool
     job_id: str
+    # Log-only mode: the job id a would-be duplicate was enqueued under.
+    duplicate_job_id: str | None = None
+
+
+def _flat(mapping: dict[str, Any]) -> list[Any]:
+    return [item for key, value in mapping.items() if value is not None for item in (key, value)]
 
 
 class Intake:
     """Turns a verified delivery into a queued RQ job, at most once per event id."""
 
-    def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
-        self.redis = redis
-        self.script = redis.register_script(CLAIM_AND_ENQUEUE)
         # RQ's Job wants a connection object; serialising a job never uses it.
         self._rq_connection = Redis()
 
@@ -79,9 +100,10 @@ class Intake:
         delivery: Delivery,
         raw: bytes,
         received_at: float,
-    ) -> tuple[str, list[Any]]:
+        job_id: str,
+        duplicate: bool = False,
+    ) -> dict[str, Any]:
         settings = self.settings
-        job_id = job_id_for(source.name, delivery.event_id)
         job = Job.create(
             JOB_FUNCTION,
             args=(
@@ -103,7 +125,7 @@ class Intake:
             ),
             description=(
                 f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
-                f"{safe_label(delivery.event_id)}"
+                f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
             ),
             meta={
                 "source": source.name,
@@ -113,32 +135,97 @@ class Intake:
                 "attempts": 0,
                 "budget": settings.webhook_max_retries,
                 "budget_start": 0,
+                # Where the worker records outcomes (ledger, counters, entity versions).
+                "prefix": settings.webhook_key_prefix,
+                "ledger_ttl": settings.webhook_ledger_ttl,
+                **({"duplicate": True} if duplicate else {}),
             },
         )
         job.enqueued_at = now()
         job._status = JobStatus.QUEUED
-        fields: list[Any] = []
-        for name, value in job.to_dict().items():
-            if value is not None:
-                fields += [name, value]
-        return job_id, fields
+        return job.to_dict()
+
+    def claim_call(
+        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+    ) -> tuple[str, list[str], list[Any]]:
+        """The job id, keys and arguments of the claim script for one delivery."""
+        job_id = job_id_for(source.name, delivery.event_id)
+        job = _flat(self.job_fields(source, delivery, raw, received_at, job_id))
+        ledger_key = self.keys.event(source.name, delivery.event_id)
+        ledger = _flat(
+            {
+                "source": source.name,
+                "id": delivery.event_id,
+                "type": delivery.event_type,
+                "status": "queued",
+                "attempts": 0,
+                "received_at": received_at,
+                "job_id": job_id,
+                "payload": raw,
+            }
+        )
+        keys = [
+            self.keys.seen(source.name, delivery.event_id),
+            self.keys.job(job_id),
+            self.keys.queue,
+            RQ_QUEUES_SET,
+            ledger_key,
+            self.keys.events,
+        ]
+        args = [
+            source.dedupe_ttl,
+            job_id,
+            self.settings.webhook_ledger_ttl,
+            received_at,
+            len(job) // 2,
+            *job,
+            *ledger,
+        ]
+        return job_id, keys, args
+
+    def duplicate_call(
+        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+    ) -> tuple[str, list[str], list[Any]]:
+        job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
+        fields = self.job_fields(source, delivery, raw, received_at, job_id, duplicate=True)
+        return (
+            job_id,
+            [self.keys.job(job_id), self.keys.queue, RQ_QUEUES_SET],
+            [job_id, *_flat(fields)],
+        )
+
+
+class AsyncIntake(Intake):
+    """The receiver's side: one round trip per delivery on the asyncio client."""
+
+    def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
+        super().__init__(settings)
+        self.claim_script = redis.register_script(CLAIM_AND_ENQUEUE)
+        self.enqueue_script = redis.register_script(ENQUEUE_ONLY)
 
     async def claim_and_enqueue(
-        self,
-        source: SourceConfig,
-        delivery: Delivery,
-        raw: bytes,
-        received_at: float,
+        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> Claim:
         """Raises `redis.RedisError` when Redis cannot take the event; then nothing is kept."""
-        job_id, fields = self.job_fields(source, delivery, raw, received_at)
-        created = await self.script(
-            keys=[
-                self.keys.seen(source.name, delivery.event_id),
-                self.keys.job(job_id),
-                self.keys.queue,
-                RQ_QUEUES_SET,
-            ],
-            args=[source.dedupe_ttl, job_id, *fields],
-        )
-        return Claim(accepted=bool(created), job_id=job_id)
+        job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
+        if await self.claim_script(keys=keys, args=args):
+            return Claim(accepted=True, job_id=job_id)
+        if self.settings.webhook_dedupe_mode != "log-only":
+            return Claim(accepted=False, job_id=job_id)
+        dup_id, keys, args = self.duplicate_call(source, delivery, raw, received_at)
+        await self.enqueue_script(keys=keys, args=args)
+        return Claim(accepted=False, job_id=job_id, duplicate_job_id=dup_id)
+
+
+class SyncIntake(Intake):
+    """The same claim for the `webhooks replay` command, on a blocking client."""
+
+    def __init__(self, settings: Settings, redis: Redis) -> None:
+        super().__init__(settings)
+        self.claim_script = redis.register_script(CLAIM_AND_ENQUEUE)
+
+    def claim_and_enqueue(
+        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+    ) -> Claim:
+        job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
+        return Claim(accepted=bool(self.claim_script(keys=keys, args=args)), job_id=job_id)

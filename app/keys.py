@@ -38,6 +38,31 @@ class Keys:
     def seen(self, source: str, event_id: str) -> str:
         return f"{self.prefix}:seen:{source}:{event_id}"
 
+    def event(self, source: str, event_id: str) -> str:
+        """The ledger record of one event (a hash)."""
+        return f"{self.prefix}:event:{source}:{event_id}"
+
+    @property
+    def events(self) -> str:
+        """The ledger's index: event record keys scored by receipt time."""
+        return f"{self.prefix}:events"
+
+    def stats(self, source: str) -> str:
+        """Counters of the workers' outcomes for one source (a hash)."""
+        return f"{self.prefix}:stats:{source}"
+
+    def version(self, source: str, entity: str) -> str:
+        """The newest applied version of one entity (version guard)."""
+        return f"{self.prefix}:version:{source}:{entity}"
+
+    @property
+    def scheduled(self) -> str:
+        return f"rq:scheduled:{self.queue_name}"
+
+    @property
+    def failed(self) -> str:
+        return f"rq:failed:{self.queue_name}"
+
     @property
     def queue(self) -> str:
         return f"rq:queue:{self.queue_name}"

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from app.durability import check_persistence
 from app.errors import WebhookError
 from app.logs import configure_logging, logger
+from app.metrics import REJECTED
 from app.receiver import Receiver
 from app.routes import router
 from app.settings import Settings
@@ -64,6 +65,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(WebhookError)
     async def webhook_error(request: Request, exc: WebhookError) -> JSONResponse:
         source = request.path_params.get("source", "")
+        # Unknown names are not labels: a scanner must not create metric series at will.
+        known = source in request.app.state.receiver.verifiers
+        REJECTED.labels(source if known else "(unknown)", exc.reason).inc()
         logger.warning(
             "rejected",
             extra={

@@ -6,19 +6,24 @@ Kept apart from the HTTP layer so the route stays a few lines and the order of t
 
 from __future__ import annotations
 
+import hmac
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 from starlette.requests import Request
 
 from app.body import read_body
-from app.errors import QueueUnavailable, UnknownSource
-from app.intake import Intake
+from app.errors import InvalidSignature, QueueUnavailable, UnknownSource
+from app.intake import AsyncIntake
+from app.keys import Keys
 from app.logs import elapsed_ms, log_state
-from app.providers import Verifier, verifier_for
-from app.settings import Settings
+from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, render
+from app.providers import Delivery, Verifier, verifier_for
+from app.providers.base import event_id_from, event_type_from, parse_json_object
+from app.settings import Settings, SourceConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +40,8 @@ class Receiver:
         self.verifiers: dict[str, Verifier] = {
             name: verifier_for(source) for name, source in settings.sources.items()
         }
-        self.intake = Intake(settings, redis)
+        self.intake = AsyncIntake(settings, redis)
+        self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
 
     async def receive(self, source_name: str, request: Request) -> Outcome:
         started = time.perf_counter()
@@ -48,22 +54,79 @@ class Receiver:
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
             return Outcome(body=delivery.reply)
+        return await self._accept(verifier.source, delivery, raw, received_at, started)
+
+    async def replay(self, source_name: str, request: Request) -> Outcome:
+        """An event re-sent by an operator, whose signature no longer matches.
+
+        Disabled (404, as if absent) unless WEBHOOK_REPLAY_TOKEN is set; the token is
+        compared in constant time. Replays go through the same claim, so they are deduped.
+        """
+        started = time.perf_counter()
+        token = self.settings.webhook_replay_token
+        verifier = self.verifiers.get(source_name)
+        if token is None or verifier is None:
+            raise UnknownSource("not found")
+        given = request.headers.get("x-replay-token", "").encode()
+        if not hmac.compare_digest(given, token.get_secret_value().encode()):
+            raise InvalidSignature("invalid replay token")
+        raw = await read_body(request, self.settings.webhook_max_body_bytes)
+        payload = parse_json_object(raw)
+        headers = request.headers
+        delivery = Delivery(
+            event_id=event_id_from(
+                headers.get("x-replay-event-id") or payload.get("id") or payload.get("event_id"),
+                "X-Replay-Event-Id or body 'id'",
+            ),
+            event_type=event_type_from(
+                headers.get("x-replay-event-type")
+                or payload.get("type")
+                or payload.get("event_type")
+            ),
+            headers={"x-webhook-replayed-from": "replay-endpoint"},
+        )
+        return await self._accept(verifier.source, delivery, raw, time.time(), started)
+
+    async def _accept(
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        started: float,
+    ) -> Outcome:
+        source_name = source.name
         try:
-            claim = await self.intake.claim_and_enqueue(verifier.source, delivery, raw, received_at)
+            claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at)
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"
             ) from exc
         status = "accepted" if claim.accepted else "duplicate"
+        elapsed = time.perf_counter() - started
+        RECEIVED.labels(source_name, status).inc()
+        ACK_SECONDS.labels(source_name).observe(elapsed)
+        if claim.accepted:
+            LAST_ACCEPTED.labels(source_name).set(received_at)
+        extra: dict[str, Any] = {}
+        if claim.duplicate_job_id:
+            extra["enqueued_as"] = claim.duplicate_job_id
+        if "x-webhook-replayed-from" in delivery.headers:
+            extra["replayed"] = True
         log_state(
             status,
             source_name,
             delivery.event_id,
             delivery.event_type,
             job_id=claim.job_id,
-            ms=elapsed_ms(started),
+            ms=round(elapsed * 1000, 2),
+            **extra,
         )
         return Outcome(body={"status": status, "id": delivery.event_id})
+
+    async def metrics(self) -> bytes:
+        snapshot = await read_snapshot(self.redis, self.keys, self.settings.sources)
+        return render(snapshot)
 
     async def ready(self) -> bool:
         try:

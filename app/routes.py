@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from redis.exceptions import RedisError
 
+from app.metrics import CONTENT_TYPE
 from app.receiver import Receiver
 
 router = APIRouter()
@@ -26,6 +28,12 @@ async def receive_webhook(source: str, request: Request, receiver: ReceiverDep) 
     return JSONResponse(outcome.body)
 
 
+@router.post("/webhooks/{source}/replay", summary="Re-send an event (X-Replay-Token)")
+async def replay_webhook(source: str, request: Request, receiver: ReceiverDep) -> JSONResponse:
+    outcome = await receiver.replay(source, request)
+    return JSONResponse(outcome.body)
+
+
 @router.get("/healthz", summary="The process is alive")
 async def healthz() -> JSONResponse:
     return JSONResponse({"status": "ok"})
@@ -36,3 +44,12 @@ async def readyz(receiver: ReceiverDep) -> JSONResponse:
     if await receiver.ready():
         return JSONResponse({"status": "ready"})
     return JSONResponse({"detail": "redis unreachable"}, status_code=503)
+
+
+@router.get("/metrics", summary="Prometheus metrics")
+async def metrics(receiver: ReceiverDep) -> Response:
+    try:
+        body = await receiver.metrics()
+    except RedisError:
+        return JSONResponse({"detail": "redis unreachable"}, status_code=503)
+    return Response(body, media_type=CONTENT_TYPE)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from dotenv import dotenv_values
 from pydantic import Field, SecretStr, field_validator
@@ -101,6 +101,16 @@ class Settings(BaseSettings):
     webhook_maintenance_interval: int = Field(30, ge=1)
     # Refuse to start when Redis could lose acknowledged events (AOF off, fsync not always).
     webhook_require_durable_redis: bool = False
+    # Seconds the event ledger (and the entity versions of the version guard) are kept.
+    webhook_ledger_ttl: int = Field(30 * 86_400, ge=60)
+    # "log-only" still enqueues what would be a duplicate (marked, logged, counted).
+    webhook_dedupe_mode: Literal["enforce", "log-only"] = "enforce"
+    # Enables POST /webhooks/{source}/replay for events whose signature no longer matches.
+    webhook_replay_token: SecretStr | None = None
+    stripe_api_key: SecretStr | None = None
+    stripe_api_base: str = "https://api.stripe.com"
+    github_token: SecretStr | None = None
+    github_api_base: str = "https://api.github.com"
     rq_dashboard_username: str | None = None
     rq_dashboard_password: SecretStr | None = None
     per_source: dict[str, str] = Field(default_factory=dict, repr=False)

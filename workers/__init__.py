@@ -8,5 +8,6 @@ def sync_order(event: Event) -> None: ...
 
 from workers.event import Event, PermanentError
 from workers.registry import handler
+from workers.versions import newer_version
 
-__all__ = ["Event", "PermanentError", "handler"]
+__all__ = ["Event", "PermanentError", "handler", "newer_version"]

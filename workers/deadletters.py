@@ -19,6 +19,7 @@ from rq.registry import FailedJobRegistry
 from app.logs import log_state
 from app.settings import Settings
 from workers.budget import restore_budget
+from workers.ledger import record
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +31,12 @@ class DeadLetter:
     attempts: int
     error: str
     failed_at: str | None
+    failed_ts: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        row = asdict(self)
+        del row["failed_ts"]
+        return row
 
 
 def _iso(timestamp: object) -> str | None:
@@ -51,7 +55,33 @@ def dead_letter_of(job: Job) -> DeadLetter:
         attempts=int(meta.get("attempts", 0)),
         error=str(meta.get("last_error", "")),
         failed_at=_iso(meta.get("dead_at")),
+        failed_ts=float(meta["dead_at"]) if isinstance(meta.get("dead_at"), int | float) else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which dead letters a bulk command acts on; empty fields match everything."""
+
+    source: str | None = None
+    type: str | None = None
+    error: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+    @property
+    def empty(self) -> bool:
+        return all(v is None for v in (self.source, self.type, self.error, self.since, self.until))
+
+    def matches(self, letter: DeadLetter) -> bool:
+        when = letter.failed_ts
+        return (
+            (self.source is None or letter.source == self.source)
+            and (self.type is None or letter.type == self.type)
+            and (self.error is None or self.error.lower() in letter.error.lower())
+            and (self.since is None or (when is not None and when >= self.since))
+            and (self.until is None or (when is not None and when <= self.until))
+        )
 
 
 class DeadLetters:
@@ -64,10 +94,29 @@ class DeadLetters:
     def ids(self) -> list[str]:
         return [str(i) for i in self.registry.get_job_ids(cleanup=False)]
 
-    def list(self) -> list[DeadLetter]:
+    def find(self, selection: Selection | None = None) -> list[DeadLetter]:
         ids = self.ids()
         jobs = Job.fetch_many(ids, connection=self.connection) if ids else []
-        return [dead_letter_of(job) for job in jobs if job is not None]
+        letters = [dead_letter_of(job) for job in jobs if job is not None]
+        return [x for x in letters if selection is None or selection.matches(x)]
+
+    def groups(self, selection: Selection | None = None) -> list[dict[str, Any]]:
+        """Dead letters by error, most frequent first: 400 letters read as a few causes."""
+        by_error: dict[str, list[DeadLetter]] = {}
+        for letter in self.find(selection):
+            by_error.setdefault(letter.error, []).append(letter)
+        return [
+            {
+                "error": error,
+                "count": len(letters),
+                "sources": sorted({x.source for x in letters}),
+                "types": sorted({x.type for x in letters}),
+                "first_failed_at": min((x.failed_at or "" for x in letters), default=""),
+                "last_failed_at": max((x.failed_at or "" for x in letters), default=""),
+                "example_job_id": letters[0].job_id,
+            }
+            for error, letters in sorted(by_error.items(), key=lambda kv: -len(kv[1]))
+        ]
 
     def get(self, job_id: str) -> Job | None:
         if job_id not in self.registry:
@@ -88,6 +137,9 @@ class DeadLetters:
             self.registry.requeue(job)
         except InvalidJobOperation:
             return False  # requeued or purged by someone else meanwhile
+        with self.connection.pipeline(transaction=False) as pipe:
+            record(pipe, job, "queued", "requeued")
+            pipe.execute()
         letter = dead_letter_of(job)
         log_state(
             "requeued", letter.source, letter.event_id, letter.type, job_id=job.id, by="command"

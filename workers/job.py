@@ -1,6 +1,7 @@
 """The RQ job: one event, run through the handlers registered for its source and type.
 
-Its return value is how the worker tells "done" from "ignored" (no handler for the type).
+Its return value is how the worker tells "done" from "ignored" (no handler for the type)
+and "stale" (every handler's version guard found a newer version already applied).
 `PermanentError` empties the job's retry budget before RQ decides, so RQ moves it straight
 to the failed registry, our dead-letter store.
 """
@@ -11,12 +12,16 @@ import json
 from datetime import UTC, datetime
 
 from rq import get_current_job
+from rq.job import Job
 
+from app.keys import Keys
 from workers.event import Event, PermanentError
 from workers.registry import registry, run_handler
+from workers.versions import JobContext, current, newer_version
 
 DONE = "done"
 IGNORED = "ignored"
+STALE = "stale"
 
 
 def deliver(
@@ -28,8 +33,8 @@ def deliver(
     received_at: float,
 ) -> str:
     job = get_current_job()
-    handlers = registry.handlers_for(source, event_type)
-    if not handlers:
+    entries = registry.handlers_for(source, event_type)
+    if not entries:
         return IGNORED
     event = Event(
         source=source,
@@ -42,12 +47,33 @@ def deliver(
         received_at=datetime.fromtimestamp(received_at, UTC),
         attempt=int(job.meta.get("attempts", 1)) if job is not None else 1,
     )
+    token = current.set(_context(job)) if job is not None else None
+    ran = 0
     try:
-        for func in handlers:
-            run_handler(func, event)
+        for entry in entries:
+            guard = entry.guard
+            if guard is not None and not newer_version(event, guard.entity, guard.version):
+                continue
+            run_handler(entry.func, event)
+            ran += 1
     except PermanentError:
         if job is not None:
             job.retries_left = 0
             job.meta["permanent"] = True
         raise
-    return DONE
+    finally:
+        if token is not None:
+            current.reset(token)
+    return DONE if ran else STALE
+
+
+def _context(job: Job) -> JobContext | None:
+    prefix = job.meta.get("prefix")
+    if not prefix:
+        return None
+    return JobContext(
+        job.connection,
+        Keys(str(prefix), job.origin),
+        int(job.meta.get("ledger_ttl", 30 * 86_400)),
+        job.id,
+    )

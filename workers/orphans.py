@@ -19,6 +19,7 @@ from typing import Any
 from rq.job import Job
 
 from app.logs import log_state
+from workers.ledger import record
 
 ORPHANED = "worker died during the attempt (AbandonedJobError)"
 
@@ -37,6 +38,7 @@ class WebhookJob(Job):
     def retry(self, queue: Any, pipeline: Any) -> None:
         if not self.handler_failed:
             self.meta.update(last_error=ORPHANED, state="retrying")
+            record(pipeline, self, "retrying", "retried", last_error=ORPHANED)
             log_state(
                 "retry_scheduled",
                 *_labels(self),
@@ -51,6 +53,7 @@ class WebhookJob(Job):
         if not self.handler_failed:
             self.meta.update(last_error=ORPHANED, state="dead", dead=True, dead_at=time.time())
             pipeline.hset(self.key, "meta", self.serializer.dumps(self.meta))
+            record(pipeline, self, "dead", "dead_lettered", last_error=ORPHANED)
             log_state(
                 "dead_lettered",
                 *_labels(self),

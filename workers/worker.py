@@ -36,7 +36,8 @@ from rq.registry import StartedJobRegistry
 from app.logs import configure_logging, log_state, logger
 from app.settings import ConfigError, Settings
 from workers.budget import restore_budget, was_requeued
-from workers.job import DONE, IGNORED
+from workers.job import DONE, IGNORED, STALE
+from workers.ledger import record
 from workers.orphans import WebhookJob
 from workers.registry import registry
 
@@ -85,7 +86,8 @@ class WebhookWorker(Worker):
         super().execute_job(job, queue)
 
     def begin_attempt(self, job: Job) -> None:
-        if was_requeued(job):
+        requeued = was_requeued(job)
+        if requeued:
             restore_budget(job, self.settings)
             log_state("requeued", *_labels(job), job_id=job.id, by="rq")
         job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
@@ -95,6 +97,7 @@ class WebhookWorker(Worker):
             pipe.hset(job.key, "retries_left", job.retries_left or 0)
             if job.retry_intervals is not None:
                 pipe.hset(job.key, "retry_intervals", _json_list(job.retry_intervals))
+            record(pipe, job, "running", "requeued" if requeued else None)
             pipe.execute()
 
     def handle_job_success(
@@ -104,10 +107,13 @@ class WebhookWorker(Worker):
         started_job_registry: StartedJobRegistry,
         execution: Execution,
     ) -> None:
-        state = job._result if job._result in (DONE, IGNORED) else DONE
+        state = job._result if job._result in (DONE, IGNORED, STALE) else DONE
         job.meta["state"] = state
         job.meta["settled_at"] = time.time()
-        job.save_meta()  # type: ignore[no-untyped-call]
+        with self.connection.pipeline(transaction=False) as pipe:
+            pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
+            record(pipe, job, state, state)
+            pipe.execute()
         super().handle_job_success(job, queue, started_job_registry, execution)
         log_state(state, *_labels(job), job_id=job.id, attempt=job.meta.get("attempts"))
 
@@ -130,7 +136,16 @@ class WebhookWorker(Worker):
             job.meta["state"] = "retrying"
         else:
             job.meta.update(state="dead", dead=True, dead_at=time.time())
-        job.save_meta()  # type: ignore[no-untyped-call]
+        with self.connection.pipeline(transaction=False) as pipe:
+            pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
+            record(
+                pipe,
+                job,
+                job.meta["state"],
+                "retried" if retry else "dead_lettered",
+                last_error=error,
+            )
+            pipe.execute()
         super().handle_job_failure(
             job,
             queue,

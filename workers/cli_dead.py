@@ -1,0 +1,183 @@
+"""`webhooks dead ...`: list, show, requeue and purge dead letters, one by one or in bulk."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from workers.cli_common import TIME, load_settings, redis_connection
+from workers.deadletters import DeadLetter, DeadLetters, Selection
+
+
+def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        [
+            click.option("--source", help="Only this source."),
+            click.option("--type", "type_", help="Only this event type."),
+            click.option("--error", help="Only errors containing this text (any case)."),
+            click.option(
+                "--since", type=TIME, help="Dead-lettered at or after (ISO 8601 or unix)."
+            ),
+            click.option("--until", type=TIME, help="Dead-lettered at or before."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def _selection(
+    source: str | None,
+    type_: str | None,
+    error: str | None,
+    since: float | None,
+    until: float | None,
+) -> Selection:
+    return Selection(source, type_, error, since, until)
+
+
+@click.group()
+def dead() -> None:
+    """Dead letters: events whose handler failed every attempt, or raised PermanentError."""
+
+
+def _table(rows: list[DeadLetter]) -> None:
+    header = ("JOB ID", "SOURCE", "TYPE", "EVENT ID", "TRIES", "FAILED AT", "ERROR")
+    lines = [header] + [
+        (
+            r.job_id,
+            r.source,
+            r.type or "-",
+            r.event_id,
+            str(r.attempts),
+            r.failed_at or "-",
+            r.error,
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    for line in lines:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        click.echo("  ".join([*cells, line[-1]]).rstrip())
+
+
+@dead.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.option("--group-by", type=click.Choice(["error"]), help="Count dead letters per error.")
+@selection_options
+def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
+    """List the dead letters (optionally filtered, or grouped by error)."""
+    settings = load_settings()
+    with redis_connection(settings) as connection:
+        store = DeadLetters(settings, connection)
+        selection = _selection(**filters)
+        groups = store.groups(selection) if group_by else None
+        rows = [] if groups is not None else store.find(selection)
+    if groups is not None:
+        for group in groups:
+            if as_json:
+                click.echo(json.dumps(group))
+            else:
+                click.echo(
+                    f"{group['count']:>6}  {group['error']}  (e.g. {group['example_job_id']}"
+                    f"; {', '.join(group['types']) or '-'})"
+                )
+        click.echo(
+            f"{sum(g['count'] for g in groups)} dead letter(s) in {len(groups)} group(s)", err=True
+        )
+    elif as_json:
+        for row in rows:
+            click.echo(json.dumps(row.as_dict()))
+    elif rows:
+        _table(rows)
+        click.echo(f"{len(rows)} dead letter(s)", err=True)
+    else:
+        click.echo("no dead letters", err=True)
+
+
+@dead.command("show")
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True, help="As one JSON object.")
+def dead_show(job_id: str, as_json: bool) -> None:
+    """Show one dead letter: its event, headers, payload and last traceback."""
+    settings = load_settings()
+    with redis_connection(settings) as connection:
+        shown = DeadLetters(settings, connection).show(job_id)
+    if shown is None:
+        raise click.ClickException(f"{job_id} is not a dead letter")
+    if as_json:
+        click.echo(json.dumps(shown))
+        return
+    traceback, payload = shown.pop("traceback"), shown.pop("payload")
+    for key, value in shown.items():
+        click.echo(f"{key + ':':<13} {json.dumps(value) if isinstance(value, dict) else value}")
+    click.echo("payload:")
+    click.echo(payload)
+    click.echo("traceback:")
+    click.echo(traceback or "(none recorded)")
+
+
+def _bulk(
+    verb: str,
+    ids: tuple[str, ...],
+    all_: bool,
+    dry_run: bool,
+    yes: bool,
+    filters: dict[str, Any],
+    act: Callable[[DeadLetters], Callable[[str], bool]],
+) -> None:
+    selection = _selection(**filters)
+    if sum([bool(ids), all_, not selection.empty]) != 1:
+        raise click.UsageError(
+            "give JOB_ID..., --all, or filters (--source, --type, --error, "
+            "--since, --until): exactly one of them"
+        )
+    settings = load_settings()
+    with redis_connection(settings) as connection:
+        store = DeadLetters(settings, connection)
+        targets = list(ids) if ids else [x.job_id for x in store.find(selection)]
+        if dry_run:
+            for letter in store.find():
+                if letter.job_id in targets:
+                    click.echo(json.dumps(letter.as_dict()))
+            click.echo(f"would {verb} {len(targets)} dead letter(s)", err=True)
+            return
+        if verb == "purge" and not ids and not yes:
+            click.confirm(f"Delete {len(targets)} dead letter(s) for good?", abort=True)
+        action = act(store)
+        done, missing = 0, []
+        for job_id in targets:
+            if action(job_id):
+                done += 1
+            else:
+                missing.append(job_id)
+    click.echo(f"{verb}d {done} dead letter(s)")
+    if missing:
+        click.echo(f"not dead letters (skipped): {' '.join(missing)}", err=True)
+        sys.exit(1)
+
+
+@dead.command("requeue")
+@click.argument("job_ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every dead letter.")
+@click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
+@selection_options
+def dead_requeue(job_ids: tuple[str, ...], all_: bool, dry_run: bool, **filters: Any) -> None:
+    """Put dead letters back on the queue, each with its full retry budget."""
+    _bulk("requeue", job_ids, all_, dry_run, True, filters, lambda store: store.requeue)
+
+
+@dead.command("purge")
+@click.argument("job_ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every dead letter.")
+@click.option("--dry-run", is_flag=True, help="Print what would be purged; change nothing.")
+@click.option("--yes", is_flag=True, help="Do not ask before purging in bulk.")
+@selection_options
+def dead_purge(
+    job_ids: tuple[str, ...], all_: bool, dry_run: bool, yes: bool, **filters: Any
+) -> None:
+    """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
+    _bulk("purge", job_ids, all_, dry_run, yes, filters, lambda store: store.purge)

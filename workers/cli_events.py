@@ -1,0 +1,89 @@
+"""`webhooks events ...`: did we get evt_123, and what happened to it?"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from app.keys import Keys
+from workers.cli_common import TIME, iso, load_settings, redis_connection
+from workers.ledger import EventLedger
+
+STATUSES = ["queued", "running", "retrying", "done", "ignored", "stale", "dead"]
+
+
+@click.group()
+def events() -> None:
+    """The event ledger: every accepted event, kept WEBHOOK_LEDGER_TTL (30 days)."""
+
+
+def _ledger(connection: Any) -> EventLedger:
+    settings = load_settings()
+    return EventLedger(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
+
+
+def _readable(record: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **record,
+        "received_at": iso(record.get("received_at")),
+        "settled_at": iso(record.get("settled_at")),
+    }
+
+
+@events.command("show")
+@click.argument("source")
+@click.argument("event_id")
+@click.option("--json", "as_json", is_flag=True, help="As one JSON object.")
+def events_show(source: str, event_id: str, as_json: bool) -> None:
+    """One event: its status, attempts, last error, times and payload."""
+    settings = load_settings()
+    if source not in settings.sources:
+        raise click.BadParameter(
+            f"unknown source {source!r}; configured: {', '.join(settings.sources)}",
+            param_hint="SOURCE",
+        )
+    with redis_connection(settings) as connection:
+        record = _ledger(connection).get(source, event_id)
+    if record is None:
+        raise click.ClickException(
+            f"no record of {source} event {event_id!r}: not received, or older than "
+            "WEBHOOK_LEDGER_TTL"
+        )
+    record = _readable(record)
+    if as_json:
+        click.echo(json.dumps(record))
+        return
+    payload = record.pop("payload", "")
+    for key, value in record.items():
+        click.echo(f"{key + ':':<13} {value if value is not None else '-'}")
+    click.echo("payload:")
+    click.echo(payload)
+
+
+@events.command("list")
+@click.option("--source", help="Only this source.")
+@click.option("--status", type=click.Choice(STATUSES), help="Only events in this state.")
+@click.option("--since", type=TIME, help="Received at or after (ISO 8601 or unix seconds).")
+@click.option("--until", type=TIME, help="Received at or before.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+def events_list(
+    source: str | None, status: str | None, since: float | None, until: float | None, as_json: bool
+) -> None:
+    """Events received in a window, oldest first."""
+    settings = load_settings()
+    if source is not None and source not in settings.sources:
+        raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
+    with redis_connection(settings) as connection:
+        records = [_readable(r) for r in _ledger(connection).find(source, status, since, until)]
+    for record in records:
+        if as_json:
+            click.echo(json.dumps(record))
+        else:
+            click.echo(
+                f"{record['received_at']}  {record['source']:<10} {record['status']:<8} "
+                f"{record.get('attempts', 0):>2}  {record.get('type') or '-':<28} "
+                f"{record['id']}  {record.get('last_error', '')}".rstrip()
+            )
+    click.echo(f"{len(records)} event(s)", err=True)

@@ -1,0 +1,154 @@
+"""`webhooks replay ...`: pull back the events an outage made you miss."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+import httpx
+
+from app.settings import Settings, SourceConfig
+from workers.cli_common import TIME, load_settings, redis_connection
+from workers.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
+
+
+def _source(settings: Settings, name: str, provider: str | None = None) -> SourceConfig:
+    source = settings.sources.get(name)
+    if source is None:
+        raise click.BadParameter(
+            f"unknown source {name!r}; configured: {', '.join(settings.sources)}",
+            param_hint="SOURCE",
+        )
+    if provider is not None and source.provider != provider:
+        raise click.BadParameter(
+            f"source {name!r} uses provider {source.provider!r}, not {provider!r}",
+            param_hint="SOURCE",
+        )
+    return source
+
+
+@contextmanager
+def _progress(as_json: bool) -> Iterator[Callable[[Counts], None]]:
+    """A live status line on a terminal; nothing for --json or a pipe."""
+    live = not as_json and sys.stderr.isatty()
+
+    def show(counts: Counts) -> None:
+        if live:
+            text = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.as_dict().items())
+            click.echo(f"\r{text}", nl=False, err=True)
+
+    yield show
+    if live:
+        click.echo("", err=True)
+
+
+def _report(counts: Counts, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(counts.as_dict()))
+    else:
+        click.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in counts.as_dict().items()))
+
+
+def _run(as_json: bool, action: Callable[[Callable[[Counts], None]], Counts]) -> None:
+    try:
+        with _progress(as_json) as progress:
+            counts = action(progress)
+    except ReplayError as exc:
+        raise click.ClickException(str(exc)) from None
+    _report(counts, as_json)
+
+
+def _provider_replay(
+    source_name: str,
+    since: float,
+    until: float | None,
+    as_json: bool,
+    repo: str | None,
+    hook_id: int | None,
+) -> None:
+    settings = load_settings()
+    source = _source(settings, source_name)
+    if source.provider not in ("stripe", "github"):
+        raise click.BadParameter(
+            f"source {source_name!r} uses provider {source.provider!r}: replay reads the "
+            "APIs of stripe and github sources (or use `webhooks replay ledger`)",
+            param_hint="SOURCE",
+        )
+    if source.provider == "github" and (not repo or hook_id is None):
+        raise click.UsageError("a github source needs --repo OWNER/NAME and --hook-id")
+    with redis_connection(settings) as redis, httpx.Client(timeout=30) as client:
+
+        def action(progress: Callable[[Counts], None]) -> Counts:
+            if source.provider == "stripe":
+                return replay_stripe(settings, source, redis, client, since, until, progress)
+            assert repo is not None and hook_id is not None
+            return replay_github(
+                settings, source, redis, client, repo, hook_id, since, until, progress
+            )
+
+        _run(as_json, action)
+
+
+class _ReplayGroup(click.Group):
+    """`replay SOURCE ...` for providers, `replay ledger SOURCE ...` for stored events."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands:
+            return "provider", self.commands["provider"], args
+        return super().resolve_command(ctx, args)
+
+
+replay = _ReplayGroup(
+    "replay",
+    help="Fetch missed events from a provider (`replay SOURCE`: Stripe's events, GitHub's "
+    "failed deliveries) or from the ledger (`replay ledger SOURCE`); only what is missing "
+    "is enqueued.",
+)
+
+
+@replay.command("provider", hidden=True)
+@click.argument("source")
+@click.option("--since", type=TIME, required=True, help="ISO 8601 or unix seconds.")
+@click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
+@click.option("--repo", help="GitHub: OWNER/NAME of the repository of the hook.")
+@click.option("--hook-id", type=int, help="GitHub: the hook's id.")
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def replay_provider(
+    source: str,
+    since: float,
+    until: float | None,
+    repo: str | None,
+    hook_id: int | None,
+    as_json: bool,
+) -> None:
+    """SOURCE: a stripe source (List Events) or a github source (redeliver failed)."""
+    _provider_replay(source, since, until, as_json, repo, hook_id)
+
+
+@replay.command("ledger")
+@click.argument("source")
+@click.option("--since", type=TIME, required=True, help="ISO 8601 or unix seconds.")
+@click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
+@click.option(
+    "--status",
+    type=click.Choice(["dead", "done", "ignored", "stale", "queued", "retrying", "running"]),
+    help="Only events in this state (e.g. dead).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
+def replay_from_ledger(
+    source: str, since: float, until: float | None, status: str | None, as_json: bool
+) -> None:
+    """Re-run events stored in the ledger (dead letters get a full retry budget)."""
+    settings = load_settings()
+    source_config = _source(settings, source)
+    with redis_connection(settings) as redis:
+
+        def action(progress: Callable[[Counts], None]) -> Counts:
+            return replay_ledger(settings, source_config, redis, since, until, status, progress)
+
+        _run(as_json, action)
