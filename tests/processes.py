@@ -138,6 +138,8 @@ class RedisProxy:
     drop_requests_with: bytes | None = None
     drop_replies_after: bytes | None = None
     port: int = 0
+    # Every chunk a client sent, in order: one per round trip for a pipelined client.
+    log: list[bytes] = field(default_factory=list)
     _server: socket.socket = field(init=False)
 
     def start(self) -> RedisProxy:
@@ -174,6 +176,7 @@ class RedisProxy:
                     if self.drop_requests_with and self.drop_requests_with in data:
                         break
                     sent.append(data)
+                    self.log.append(data)
                 elif self.drop_replies_after and any(self.drop_replies_after in d for d in sent):
                     break
                 sink.sendall(data)

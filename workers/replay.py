@@ -52,9 +52,9 @@ class Api:
     """GETs and POSTs with bounded retries on 429 (honouring Retry-After), 5xx and network
     errors; any other error answer stops the replay with the API's own message."""
 
-    def __init__(self, client: httpx.Client, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, client: httpx.Client, sleep: Callable[[float], None] | None = None) -> None:
         self.client = client
-        self.sleep = sleep
+        self.sleep = sleep or time.sleep
 
     def call(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
         delay = 1.0

@@ -1,0 +1,157 @@
+"""The event ledger: every accepted event's record, kept after RQ drops the job."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from redis import Redis
+
+from app.keys import job_id_for
+from app.settings import Settings
+from tests.conftest import SECRET, event_body
+from tests.processes import RedisProxy
+from workers import Event, handler
+from workers.cli import main
+from workers.deadletters import DeadLetters
+from workers.redis_server import RedisServer
+
+Post = Callable[..., Any]
+
+
+@pytest.fixture
+def settings(make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> Settings:
+    settings = make_settings(webhook_ledger_ttl=3600)
+    for name, value in {
+        "REDIS_URL": settings.redis_url,
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "WEBHOOK_MAX_RETRIES": "2",
+        "WEBHOOK_RETRY_INTERVALS": "0",
+    }.items():
+        monkeypatch.setenv(name, value)
+    return settings
+
+
+def record(redis: Redis, event_id: str) -> dict[str, str]:
+    return {
+        k.decode(): v.decode()
+        for k, v in redis.hgetall(f"webhook:event:inbound:{event_id}").items()
+    }
+
+
+def test_an_accepted_event_is_recorded_with_its_payload_in_the_same_round_trip(
+    settings: Settings,
+    make_client: Callable[..., TestClient],
+    post_event: Post,
+    redis: Redis,
+    redis_server: RedisServer,
+) -> None:
+    proxy = RedisProxy(redis_server.port).start()
+    client = make_client(settings.model_copy(update={"redis_url": proxy.url}))
+    post_event(client, event_body("evt_0"))  # loads the script
+    proxy.log.clear()
+    post_event(client, event_body("evt_1", "order.created", amount=5))
+    # Claim, enqueue and ledger record: one round trip, one script call.
+    assert len(proxy.log) == 1 and proxy.log[0].count(b"EVALSHA") == 1
+    proxy.close()
+    stored = record(redis, "evt_1")
+    assert (stored["status"], stored["type"], stored["attempts"]) == (
+        "queued",
+        "order.created",
+        "0",
+    )
+    assert json.loads(stored["payload"])["amount"] == 5
+    assert 3500 < redis.ttl("webhook:event:inbound:evt_1") <= 3600
+
+
+def test_the_record_follows_the_event_through_retries_to_the_dead_letters_and_back(
+    settings: Settings,
+    make_client: Callable[..., TestClient],
+    post_event: Post,
+    redis: Redis,
+    run_worker: Callable[[Settings], Any],
+) -> None:
+    outcome = {"fail": True}
+
+    @handler("inbound", "order.created")
+    def flaky(event: Event) -> None:
+        if Redis.from_url(settings.redis_url).exists("fail"):
+            raise RuntimeError("downstream said no")
+
+    redis.set("fail", 1)
+    post_event(make_client(settings), event_body("evt_2"))
+    run_worker(settings)
+    stored = record(redis, "evt_2")
+    assert (stored["status"], stored["attempts"]) == ("dead", "3")
+    assert stored["last_error"] == "RuntimeError: downstream said no"
+    redis.delete("fail")
+    DeadLetters(settings, redis).requeue(job_id_for("inbound", "evt_2"))
+    assert record(redis, "evt_2")["status"] == "queued"
+    run_worker(settings)
+    stored = record(redis, "evt_2")
+    assert (stored["status"], stored["attempts"]) == ("done", "4") and outcome
+    assert float(stored["settled_at"]) >= float(stored["received_at"])
+
+
+def test_the_record_outlives_the_rq_job(
+    settings: Settings,
+    make_client: Callable[..., TestClient],
+    post_event: Post,
+    redis: Redis,
+    run_worker: Callable[[Settings], Any],
+) -> None:
+    post_event(make_client(settings), event_body("evt_3", "unhandled"))
+    run_worker(settings)
+    redis.delete("rq:job:" + job_id_for("inbound", "evt_3"))
+    result = CliRunner().invoke(main, ["events", "show", "inbound", "evt_3", "--json"])
+    shown = json.loads(result.stdout)
+    assert (shown["status"], shown["type"]) == ("ignored", "unhandled")
+    assert json.loads(shown["payload"])["id"] == "evt_3"
+
+
+def test_events_list_filters_by_source_status_and_time(
+    settings: Settings,
+    make_client: Callable[..., TestClient],
+    post_event: Post,
+    redis: Redis,
+    run_worker: Callable[[Settings], Any],
+) -> None:
+    @handler("inbound", "bad")
+    def bad(event: Event) -> None:
+        raise ValueError("no")
+
+    client = make_client(settings)
+    for n in range(3):
+        post_event(client, event_body(f"evt_{n}", "bad" if n == 1 else "good"))
+    run_worker(settings)
+    since = str(time.time() - 60)
+    listed = CliRunner().invoke(main, ["events", "list", "--since", since, "--json"])
+    assert [json.loads(x)["id"] for x in listed.stdout.splitlines()] == ["evt_0", "evt_1", "evt_2"]
+    dead = CliRunner().invoke(
+        main, ["events", "list", "--status", "dead", "--source", "inbound", "--json"]
+    )
+    assert [json.loads(x)["id"] for x in dead.stdout.splitlines()] == ["evt_1"]
+    future = CliRunner().invoke(main, ["events", "list", "--since", str(time.time() + 60)])
+    assert future.stdout == "" and "0 event(s)" in future.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["events", "show", "nope", "e"], 2, "unknown source 'nope'"),
+        (["events", "show", "inbound", "evt_never"], 1, "no record of inbound event"),
+        (["events", "list", "--since", "last tuesday"], 2, "neither unix seconds nor an ISO"),
+        (["events", "list", "--status", "exploded"], 2, "Invalid value for '--status'"),
+        (["events", "list", "--source", "nope"], 2, "unknown source 'nope'"),
+    ],
+)
+def test_events_bad_input_is_refused_clearly(
+    settings: Settings, redis: Redis, args: list[str], code: int, message: str
+) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code and message in result.output

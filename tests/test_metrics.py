@@ -1,0 +1,149 @@
+"""GET /metrics: the receiver's figures, and the pipeline's read from Redis."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from fastapi.testclient import TestClient
+from redis import Redis
+
+from app.settings import Settings
+from tests.conftest import SECRET, event_body, sign
+from tests.processes import wait_http
+from workers import Event, handler
+from workers.redis_server import RedisServer, free_port
+
+
+def value(text: str, name: str, **labels: str) -> float:
+    """The value of one sample, or 0 when absent."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        match = re.match(rf"^{re.escape(name)}(?:{{(.*)}})? (\S+)$", line)
+        if match and ",".join(sorted((match.group(1) or "").split(","))) == wanted:
+            return float(match.group(2))
+    return 0.0
+
+
+def test_metrics_count_answers_and_read_the_pipeline_from_redis(
+    make_settings: Callable[..., Settings],
+    make_client: Callable[..., TestClient],
+    post_event: Callable[..., Any],
+    run_worker: Callable[[Settings], Any],
+    redis: Redis,
+) -> None:
+    settings = make_settings(webhook_retry_intervals="600", webhook_max_retries=1)
+
+    @handler("inbound", "bad")
+    def bad(event: Event) -> None:
+        raise RuntimeError("no")
+
+    @handler("inbound", "worse")
+    def worse(event: Event) -> None:
+        from workers import PermanentError
+
+        raise PermanentError("never")
+
+    client = make_client(settings)
+    before = value(
+        client.get("/metrics").text, "webhooks_received_total", source="inbound", outcome="accepted"
+    )
+    for event_id, kind in [("a", "good"), ("b", "bad"), ("c", "worse"), ("d", "good")]:
+        post_event(client, event_body(event_id, kind))
+    post_event(client, event_body("a", "good"))  # duplicate
+    post_event(client, event_body("x"), secret="wrong")  # rejected
+    client.post("/webhooks/nosuch", content=b"{}")  # unknown source
+    run_worker(settings)
+    post_event(client, event_body("q", "good"))  # stays queued
+    text = client.get("/metrics").text
+
+    assert (
+        value(text, "webhooks_received_total", source="inbound", outcome="accepted") - before == 5
+    )
+    assert value(text, "webhooks_received_total", source="inbound", outcome="duplicate") >= 1
+    assert value(text, "webhooks_rejected_total", source="inbound", reason="invalid_signature") >= 1
+    assert value(text, "webhooks_rejected_total", source="(unknown)", reason="unknown_source") >= 1
+    assert value(text, "webhooks_ack_seconds_count", source="inbound") >= 6
+    assert (
+        time.time() - value(text, "webhooks_last_accepted_timestamp_seconds", source="inbound") < 60
+    )
+    assert value(text, "webhooks_queue_depth") == 1
+    assert value(text, "webhooks_scheduled_retries") == 1  # "b" waits 600 s
+    assert value(text, "webhooks_dead_letters") == 1  # "c"
+    assert 0 <= value(text, "webhooks_oldest_queued_age_seconds") < 60
+    outcomes = {
+        o: value(text, "webhooks_worker_outcomes_total", source="inbound", outcome=o)
+        for o in ("done", "ignored", "retried", "dead_lettered")
+    }
+    assert outcomes == {"done": 0, "ignored": 2, "retried": 1, "dead_lettered": 1}
+
+
+def test_metrics_is_503_when_redis_is_unreachable(make_client: Callable[..., TestClient]) -> None:
+    assert make_client(redis_url="redis://127.0.0.1:1/0").get("/metrics").status_code == 503
+
+
+def test_metrics_add_up_across_uvicorn_worker_processes(
+    redis_server: RedisServer, redis: Redis, tmp_path: Path
+) -> None:
+    metrics_dir = tmp_path / "prometheus"
+    metrics_dir.mkdir()
+    port = free_port()
+    env = {
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "REDIS_URL": redis_server.url,
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+    }
+    # The receiver as the Procfile runs it, with two worker processes behind one port.
+    command = [
+        "uvicorn",
+        "app.main:app",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+    ]
+    import subprocess
+    import sys
+
+    full_env = {
+        **os.environ,
+        **env,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+    }
+    server = subprocess.Popen(
+        command,
+        env=full_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=Path(__file__).parent.parent,
+    )
+    try:
+        from tests.processes import Process
+
+        wait_http(
+            f"http://127.0.0.1:{port}/healthz", Process("web", server, tmp_path / "none.log", port)
+        )
+        with httpx.Client() as http:
+            for n in range(30):
+                body = event_body(f"m{n}")
+                # A new connection each time, so both worker processes take some.
+                http.post(
+                    f"http://127.0.0.1:{port}/webhooks/inbound",
+                    content=body,
+                    headers={"X-Signature-256": sign(body), "Connection": "close"},
+                )
+            text = http.get(f"http://127.0.0.1:{port}/metrics").text
+        assert value(text, "webhooks_received_total", source="inbound", outcome="accepted") == 30
+        assert len(list(metrics_dir.glob("counter_*.db"))) == 2
+    finally:
+        server.terminate()
+        server.wait(15)
