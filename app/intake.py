@@ -22,20 +22,19 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis import Redis
-from rq.job import Job, JobStatus, Retry
-from rq.utils import now
 
+from app.jobhash import JOB_FUNCTION, JobHash
 from app.keys import RQ_QUEUES_SET, Keys, job_id_for
 from app.providers import Delivery
 from app.settings import Settings, SourceConfig
 
-JOB_FUNCTION = "workers.job.deliver"
+__all__ = ["ENQUEUE_ONLY", "JOB_FUNCTION", "AsyncIntake", "SyncIntake", "claim_script"]
 
 CLAIM_AND_ENQUEUE = """
 -- KEYS: 1 dedupe key, 2 job hash, 3 queue list, 4 RQ's set of queues,
 --       5 ledger record, 6 ledger index
--- ARGV: 1 dedupe ttl, 2 job id, 3 ledger ttl, 4 received at (unix s), 5 number of job
---       fields n, 6..5+2n job hash field/value pairs, then ledger field/value pairs
+-- ARGV: 1 dedupe ttl, 2 job id, 3 ledger ttl, 4 received at (unix s), 5 job timestamp,
+--       6 job data, 7 description, 8 meta, 9 event id, 10 event type, 11 payload, 12 source
 if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
   return 0
 end
@@ -44,17 +43,25 @@ local kind = redis.call('TYPE', KEYS[3])['ok']
 if kind ~= 'none' and kind ~= 'list' then
   return redis.error_reply('queue key ' .. KEYS[3] .. ' holds a ' .. kind)
 end
-local split = 5 + 2 * tonumber(ARGV[5])
-redis.call('HSET', KEYS[2], unpack(ARGV, 6, split))
+redis.call('HSET', KEYS[2], 'created_at', ARGV[5], 'enqueued_at', ARGV[5], 'data', ARGV[6],
+           'description', ARGV[7], 'meta', ARGV[8], CONSTANT_JOB_FIELDS)
 redis.call('SADD', KEYS[4], KEYS[3])
 redis.call('RPUSH', KEYS[3], ARGV[2])
-redis.call('HSET', KEYS[5], unpack(ARGV, split + 1))
+redis.call('HSET', KEYS[5], 'source', ARGV[12], 'id', ARGV[9], 'type', ARGV[10],
+           'status', 'queued', 'attempts', '0', 'received_at', ARGV[4], 'job_id', ARGV[2],
+           'payload', ARGV[11])
 redis.call('EXPIRE', KEYS[5], ARGV[3])
 redis.call('ZADD', KEYS[6], ARGV[4], KEYS[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', tonumber(ARGV[4]) - tonumber(ARGV[3]))
 redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
 return 1
 """
+
+
+def claim_script(job_hash: JobHash) -> str:
+    """The claim script with this configuration's constant job fields written in."""
+    return CLAIM_AND_ENQUEUE.replace("CONSTANT_JOB_FIELDS", job_hash.lua_constant_pairs())
+
 
 # Log-only dedupe mode: a would-be duplicate is still enqueued, under a job id of its own.
 ENQUEUE_ONLY = """
@@ -81,18 +88,55 @@ class Claim:
     duplicate_job_id: str | None = None
 
 
-def _flat(mapping: dict[str, Any]) -> list[Any]:
-    return [item for key, value in mapping.items() if value is not None for item in (key, value)]
-
-
 class Intake:
     """Turns a verified delivery into a queued RQ job, at most once per event id."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
-        # RQ's Job wants a connection object; serialising a job never uses it.
-        self._rq_connection = Redis()
+        self.job_hash = JobHash(
+            settings.webhook_queue,
+            settings.webhook_job_timeout,
+            settings.webhook_max_retries,
+            settings.retry_intervals,
+        )
+        self.claim_lua = claim_script(self.job_hash)
+
+    def _job(
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        duplicate: bool = False,
+    ) -> tuple[tuple[Any, ...], dict[str, Any], str]:
+        settings = self.settings
+        description = (
+            f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
+            f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
+        )
+        meta = {
+            "source": source.name,
+            "event_id": delivery.event_id,
+            "type": delivery.event_type,
+            "received_at": received_at,
+            "attempts": 0,
+            "budget": settings.webhook_max_retries,
+            "budget_start": 0,
+            # Where the worker records outcomes (ledger, counters, entity versions).
+            "prefix": settings.webhook_key_prefix,
+            "ledger_ttl": settings.webhook_ledger_ttl,
+            **({"duplicate": True} if duplicate else {}),
+        }
+        args = (
+            source.name,
+            delivery.event_id,
+            delivery.event_type,
+            raw,
+            delivery.headers,
+            received_at,
+        )
+        return args, meta, description
 
     def job_fields(
         self,
@@ -100,76 +144,25 @@ class Intake:
         delivery: Delivery,
         raw: bytes,
         received_at: float,
-        job_id: str,
         duplicate: bool = False,
-    ) -> dict[str, Any]:
-        settings = self.settings
-        job = Job.create(
-            JOB_FUNCTION,
-            args=(
-                source.name,
-                delivery.event_id,
-                delivery.event_type,
-                raw,
-                delivery.headers,
-                received_at,
-            ),
-            connection=self._rq_connection,
-            id=job_id,
-            origin=settings.webhook_queue,
-            timeout=settings.webhook_job_timeout,
-            retry=(
-                Retry(max=settings.webhook_max_retries, interval=settings.retry_intervals)
-                if settings.webhook_max_retries
-                else None
-            ),
-            description=(
-                f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
-                f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
-            ),
-            meta={
-                "source": source.name,
-                "event_id": delivery.event_id,
-                "type": delivery.event_type,
-                "received_at": received_at,
-                "attempts": 0,
-                "budget": settings.webhook_max_retries,
-                "budget_start": 0,
-                # Where the worker records outcomes (ledger, counters, entity versions).
-                "prefix": settings.webhook_key_prefix,
-                "ledger_ttl": settings.webhook_ledger_ttl,
-                **({"duplicate": True} if duplicate else {}),
-            },
-        )
-        job.enqueued_at = now()
-        job._status = JobStatus.QUEUED
-        return job.to_dict()
+    ) -> list[Any]:
+        """The whole RQ job hash of one event, as field/value pairs."""
+        return self.job_hash.fields(*self._job(source, delivery, raw, received_at, duplicate))
 
     def claim_call(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> tuple[str, list[str], list[Any]]:
         """The job id, keys and arguments of the claim script for one delivery."""
         job_id = job_id_for(source.name, delivery.event_id)
-        job = _flat(self.job_fields(source, delivery, raw, received_at, job_id))
-        ledger_key = self.keys.event(source.name, delivery.event_id)
-        ledger = _flat(
-            {
-                "source": source.name,
-                "id": delivery.event_id,
-                "type": delivery.event_type,
-                "status": "queued",
-                "attempts": 0,
-                "received_at": received_at,
-                "job_id": job_id,
-                "payload": raw,
-            }
+        stamp, data, description, meta = self.job_hash.per_event(
+            *self._job(source, delivery, raw, received_at)
         )
         keys = [
             self.keys.seen(source.name, delivery.event_id),
             self.keys.job(job_id),
             self.keys.queue,
             RQ_QUEUES_SET,
-            ledger_key,
+            self.keys.event(source.name, delivery.event_id),
             self.keys.events,
         ]
         args = [
@@ -177,9 +170,14 @@ class Intake:
             job_id,
             self.settings.webhook_ledger_ttl,
             received_at,
-            len(job) // 2,
-            *job,
-            *ledger,
+            stamp,
+            data,
+            description,
+            meta,
+            delivery.event_id,
+            delivery.event_type,
+            raw,
+            source.name,
         ]
         return job_id, keys, args
 
@@ -187,12 +185,8 @@ class Intake:
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> tuple[str, list[str], list[Any]]:
         job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
-        fields = self.job_fields(source, delivery, raw, received_at, job_id, duplicate=True)
-        return (
-            job_id,
-            [self.keys.job(job_id), self.keys.queue, RQ_QUEUES_SET],
-            [job_id, *_flat(fields)],
-        )
+        fields = self.job_fields(source, delivery, raw, received_at, duplicate=True)
+        return job_id, [self.keys.job(job_id), self.keys.queue, RQ_QUEUES_SET], [job_id, *fields]
 
 
 class AsyncIntake(Intake):
@@ -200,7 +194,7 @@ class AsyncIntake(Intake):
 
     def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
         super().__init__(settings)
-        self.claim_script = redis.register_script(CLAIM_AND_ENQUEUE)
+        self.claim_script = redis.register_script(self.claim_lua)
         self.enqueue_script = redis.register_script(ENQUEUE_ONLY)
 
     async def claim_and_enqueue(
@@ -222,7 +216,7 @@ class SyncIntake(Intake):
 
     def __init__(self, settings: Settings, redis: Redis) -> None:
         super().__init__(settings)
-        self.claim_script = redis.register_script(CLAIM_AND_ENQUEUE)
+        self.claim_script = redis.register_script(self.claim_lua)
 
     def claim_and_enqueue(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float

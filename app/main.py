@@ -23,7 +23,7 @@ from app.errors import WebhookError
 from app.logs import configure_logging, logger
 from app.metrics import REJECTED
 from app.receiver import Receiver
-from app.routes import router
+from app.routes import receive_webhook, router
 from app.settings import Settings
 
 
@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="webhook receiver", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
+    app.add_route("/webhooks/{source}", receive_webhook, methods=["POST"])
     app.include_router(router)
 
     @app.exception_handler(WebhookError)

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 
-from app.intake import CLAIM_AND_ENQUEUE
+from app.intake import Intake
 from app.keys import job_id_for
 from tests.conftest import SECRET, event_body, sign
 from tests.processes import Process, RedisProxy, start, wait_http
@@ -59,10 +59,15 @@ def test_a_connection_cut_before_the_claim_leaves_nothing_and_the_retry_is_accep
 
 
 def test_a_reply_lost_after_the_enqueue_is_503_then_the_retry_is_a_duplicate(
-    make_client: Callable[..., TestClient], post_event: Post, redis: Redis, proxy: RedisProxy
+    make_client: Callable[..., TestClient],
+    make_settings: Callable[..., Any],
+    post_event: Post,
+    redis: Redis,
+    proxy: RedisProxy,
 ) -> None:
-    redis.script_load(CLAIM_AND_ENQUEUE)  # so the script runs on the first EVALSHA
-    client = make_client(redis_url=proxy.url)
+    settings = make_settings(redis_url=proxy.url)
+    redis.script_load(Intake(settings).claim_lua)  # so the script runs on the first EVALSHA
+    client = make_client(settings)
     proxy.drop_replies_after = b"EVALSHA"
     first = post_event(client, event_body("evt_1"))
     proxy.drop_replies_after = None

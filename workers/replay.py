@@ -230,12 +230,9 @@ def replay_ledger(
                 headers={"x-webhook-replayed-from": "ledger"},
             )
             raw = str(full.get("payload", "")).encode()
-            fields = intake.job_fields(source, delivery, raw, float(record["received_at"]), job_id)
+            fields = intake.job_fields(source, delivery, raw, float(record["received_at"]))
             redis.delete(keys.job(job_id))  # a finished job's leftover hash
-            enqueue(
-                keys=[keys.job(job_id), keys.queue, RQ_QUEUES_SET],
-                args=[job_id, *[x for kv in fields.items() if kv[1] is not None for x in kv]],
-            )
+            enqueue(keys=[keys.job(job_id), keys.queue, RQ_QUEUES_SET], args=[job_id, *fields])
             redis.hset(keys.event(source.name, str(record["id"])), "status", "queued")
             counts.extra["enqueued"] += 1
         counts.new += 1

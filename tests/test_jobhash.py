@@ -1,0 +1,56 @@
+"""The receiver's job hash is the one RQ itself would write, field for field."""
+
+from __future__ import annotations
+
+import pickle
+import zlib
+from datetime import UTC, datetime
+from enum import Enum
+
+from redis import Redis
+from rq.job import Job, JobStatus, Retry
+
+from app.jobhash import JOB_FUNCTION, JobHash
+
+
+def test_the_template_matches_rqs_own_serialisation() -> None:
+    when = datetime(2026, 11, 30, 8, 0, 0, 123456, tzinfo=UTC)
+    args = ("inbound", "evt_1", "order.created", b'{"id": "evt_1"}', {"h": "v"}, 1.5)
+    meta = {"source": "inbound", "attempts": 0}
+    job = Job.create(
+        JOB_FUNCTION,
+        args=args,
+        connection=Redis(),
+        id="j",
+        origin="webhooks",
+        timeout=300,
+        description="inbound order.created evt_1",
+        meta=meta,
+        retry=Retry(max=3, interval=[1, 2, 3]),
+    )
+    job._status = JobStatus.QUEUED
+    job.created_at = job.enqueued_at = when
+    expected = {k: v for k, v in job.to_dict().items() if v is not None}
+
+    pairs = JobHash("webhooks", 300, 3, [1, 2, 3]).fields(
+        args, meta, "inbound order.created evt_1", when
+    )
+    ours = dict(zip(pairs[::2], pairs[1::2], strict=True))
+
+    assert set(ours) == set(expected)
+    # Compression levels differ; what RQ reads back must not.
+    assert zlib.decompress(ours.pop("data")) == zlib.decompress(expected.pop("data"))
+    assert pickle.loads(ours.pop("meta")) == pickle.loads(expected.pop("meta"))
+    assert {k: stored(v) for k, v in ours.items()} == {k: stored(v) for k, v in expected.items()}
+
+
+def stored(value: object) -> str:
+    """What Redis keeps for a value redis-py sends."""
+    return str(value.value) if isinstance(value, Enum) else str(value)
+
+
+def test_the_constant_fields_baked_into_the_script_are_what_redis_py_would_store() -> None:
+    template = JobHash("webhooks", 300, 3, [1, 2, 3])
+    literals = template.lua_constant_pairs()
+    assert '"status", "queued"' in literals and "JobStatus" not in literals
+    assert '"retry_intervals", "[1, 2, 3]"' in literals
