@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test lint format typecheck clean
+.PHONY: install install-test run test lint format typecheck bench clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
@@ -29,18 +29,22 @@ run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
 
 lint: install-test
-	$(BIN)/ruff check app workers tests examples
-	$(BIN)/ruff format --check app workers tests examples
+	$(BIN)/ruff check app workers tests examples bench
+	$(BIN)/ruff format --check app workers tests examples bench
 
 format: install-test
-	$(BIN)/ruff check --fix app workers tests examples
-	$(BIN)/ruff format app workers tests examples
+	$(BIN)/ruff check --fix app workers tests examples bench
+	$(BIN)/ruff format app workers tests examples bench
 
 typecheck: install-test
 	$(BIN)/mypy
 
 test: install-test lint typecheck
 	$(BIN)/pytest
+
+# Not part of `make test`: about 4 minutes of load. Needs wrk (apt-get install wrk).
+bench: install-test
+	$(PY) bench/run.py --json bench/results/latest.json
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -28,10 +28,11 @@ from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
-from rq import Queue, Worker
+from rq import Queue, SimpleWorker, Worker
 from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
+from rq.worker import BaseWorker
 
 from app.logs import configure_logging, log_state, logger
 from app.settings import ConfigError, Settings
@@ -61,7 +62,11 @@ def _labels(job: Job) -> tuple[str, str, str]:
     return str(meta.get("source", "")), str(meta.get("event_id", "")), str(meta.get("type", ""))
 
 
-class WebhookWorker(Worker):
+class WebhookWorkerMixin(BaseWorker):
+    """What every webhook worker adds to RQ's, forking (the default) or not."""
+
+    _last_beat = 0.0
+
     def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_INTERVAL)
         kwargs.setdefault("worker_ttl", WORKER_TTL)
@@ -69,17 +74,19 @@ class WebhookWorker(Worker):
         self.settings = settings
         self.stop_signalled = False
 
+    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
+        # RQ beats twice per job, each time a round trip: a third of a no-op job's cost.
+        # The worker's key lives WORKER_TTL, so one beat per HEARTBEAT_INTERVAL is plenty;
+        # beats that set a job's TTL (with a timeout or inside a pipeline) always go out.
+        now = time.monotonic()
+        if timeout is None and pipeline is None and now - self._last_beat < HEARTBEAT_INTERVAL:
+            return
+        self._last_beat = now
+        super().heartbeat(timeout, pipeline)
+
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signalled = True
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
-
-    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
-        # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker waits at
-        # least a minute before any sweep may retry it.
-        interval = self.job_monitoring_interval
-        if job.timeout and job.timeout > 0:
-            interval = min(job.timeout - working_time, interval)
-        return int(max(interval, 1)) + HEARTBEAT_GRACE
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         self.begin_attempt(job)
@@ -100,6 +107,36 @@ class WebhookWorker(Worker):
             record(pipe, job, "running", "requeued" if requeued else None)
             pipe.execute()
 
+    # RQ settles a job in one transaction and counts it there; our meta, ledger record and
+    # counters ride in that same transaction instead of costing a round trip of their own.
+    _settle: tuple[Job, str, str, dict[str, Any]] | None = None
+
+    def increment_successful_job_count(self, pipeline: Any = None) -> None:
+        super().increment_successful_job_count(pipeline)
+        self._write_settlement(pipeline)
+
+    def increment_failed_job_count(self, pipeline: Any = None) -> None:
+        super().increment_failed_job_count(pipeline)
+        self._write_settlement(pipeline)
+
+    def _write_settlement(self, pipeline: Any) -> None:
+        if self._settle is None:
+            return
+        job, status, outcome, fields = self._settle
+        if pipeline is None:
+            with self.connection.pipeline(transaction=False) as pipe:
+                self._queue_settlement(pipe, job, status, outcome, fields)
+                pipe.execute()
+        else:
+            self._queue_settlement(pipeline, job, status, outcome, fields)
+
+    @staticmethod
+    def _queue_settlement(
+        pipe: Any, job: Job, status: str, outcome: str, fields: dict[str, Any]
+    ) -> None:
+        pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
+        record(pipe, job, status, outcome, **fields)
+
     def handle_job_success(
         self,
         job: Job,
@@ -110,11 +147,11 @@ class WebhookWorker(Worker):
         state = job._result if job._result in (DONE, IGNORED, STALE) else DONE
         job.meta["state"] = state
         job.meta["settled_at"] = time.time()
-        with self.connection.pipeline(transaction=False) as pipe:
-            pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
-            record(pipe, job, state, state)
-            pipe.execute()
-        super().handle_job_success(job, queue, started_job_registry, execution)
+        self._settle = (job, state, state, {})
+        try:
+            super().handle_job_success(job, queue, started_job_registry, execution)
+        finally:
+            self._settle = None
         log_state(state, *_labels(job), job_id=job.id, attempt=job.meta.get("attempts"))
 
     def handle_job_failure(
@@ -136,23 +173,18 @@ class WebhookWorker(Worker):
             job.meta["state"] = "retrying"
         else:
             job.meta.update(state="dead", dead=True, dead_at=time.time())
-        with self.connection.pipeline(transaction=False) as pipe:
-            pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
-            record(
-                pipe,
+        outcome = "retried" if retry else "dead_lettered"
+        self._settle = (job, job.meta["state"], outcome, {"last_error": error})
+        try:
+            super().handle_job_failure(
                 job,
-                job.meta["state"],
-                "retried" if retry else "dead_lettered",
-                last_error=error,
+                queue,
+                started_job_registry=started_job_registry,
+                exc_string=exc_string,
+                execution=execution,
             )
-            pipe.execute()
-        super().handle_job_failure(
-            job,
-            queue,
-            started_job_registry=started_job_registry,
-            exc_string=exc_string,
-            execution=execution,
-        )
+        finally:
+            self._settle = None
         fields: dict[str, Any] = {
             "job_id": job.id,
             "attempt": job.meta.get("attempts"),
@@ -170,6 +202,25 @@ class WebhookWorker(Worker):
             log_state(
                 "dead_lettered", *_labels(job), permanent=bool(job.meta.get("permanent")), **fields
             )
+
+
+class WebhookWorker(WebhookWorkerMixin, Worker):
+    """Forks a work-horse per job: a crashing or leaking handler cannot take it down, and a
+    killed worker's job is retried by another within about 20 s."""
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker waits at
+        # least a minute before any sweep may retry it.
+        interval = self.job_monitoring_interval
+        if job.timeout and job.timeout > 0:
+            interval = min(job.timeout - working_time, interval)
+        return int(max(interval, 1)) + HEARTBEAT_GRACE
+
+
+class WebhookSimpleWorker(WebhookWorkerMixin, SimpleWorker):
+    """Runs handlers in the worker process itself (WEBHOOK_WORKER_MODE=simple): several times
+    faster for trusted handlers, but a handler that crashes the interpreter takes the worker
+    down, and a killed worker's job waits its timeout + 60 s before another retries it."""
 
 
 def _json_list(values: list[int]) -> str:
@@ -196,10 +247,11 @@ def import_handlers(settings: Settings) -> None:
         logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
 
 
-def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorker:
+def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorkerMixin:
     connection = connection or Redis.from_url(settings.redis_url)
     queue = Queue(settings.webhook_queue, connection=connection, job_class=WebhookJob)
-    return WebhookWorker(
+    cls = WebhookSimpleWorker if settings.webhook_worker_mode == "simple" else WebhookWorker
+    return cls(
         [queue],
         connection=connection,
         job_class=WebhookJob,
