@@ -146,6 +146,15 @@ def ingest(
     }
 
 
+def bench_settings(redis: RedisServer) -> Settings:
+    return Settings.load(
+        _env_file=None,
+        redis_url=redis.url,
+        webhook_signing_secret=SECRET,
+        webhook_key_prefix="bench",
+    )
+
+
 def fill(settings: Settings, connection: Redis, count: int, tag: str) -> None:
     intake = SyncIntake(settings, connection)
     source = settings.sources["inbound"]

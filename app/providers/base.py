@@ -161,3 +161,29 @@ def key_value_pairs(value: str, separator: str) -> list[tuple[str, str]]:
 def pick_headers(headers: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
     """The named headers that are present, under their lower-case names."""
     return {name: headers[name] for name in names if headers.get(name)}
+
+
+def timestamped_signatures(
+    value: str, separator: str, stamp_key: str, signature_key: str, header_name: str
+) -> tuple[int, list[bytes]]:
+    """Parse a `t=<unix><sep>v1=<hex>[<sep>v1=<hex>...]`-style header (Stripe, Paddle).
+
+    Exactly one timestamp; every well-formed 32-byte hex signature under `signature_key`
+    is kept (others, and other schemes, are ignored, as the providers' SDKs do).
+    """
+    pairs = key_value_pairs(value, separator)
+    stamps = [v for k, v in pairs if k == stamp_key]
+    if len(stamps) != 1:
+        raise InvalidSignature(f"{header_name} needs exactly one {stamp_key}=")
+    given = [parse_hex(v) for k, v in pairs if k == signature_key]
+    signatures = [sig for sig in given if sig is not None and len(sig) == 32]
+    if not signatures:
+        raise InvalidSignature(f"{header_name} has no valid {signature_key} signature")
+    return parse_timestamp(stamps[0]), signatures
+
+
+def check_hmac(keys: Iterable[bytes], message: bytes, given: Iterable[bytes]) -> None:
+    """Raise `InvalidSignature` unless HMAC-SHA256(key, message) matches a given signature
+    for some key: every configured secret (rotation), every signature sent."""
+    if not any_signature_matches((hmac_sha256(key, message) for key in keys), given):
+        raise InvalidSignature("signature does not match")

@@ -13,12 +13,11 @@ from app.errors import InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
     check_body_timestamp,
+    check_hmac,
     event_id_from,
     event_type_from,
     header,
-    hmac_sha256,
     parse_hex,
     parse_json_object,
 )
@@ -36,8 +35,7 @@ class HmacVerifier(Verifier):
         given = parse_hex(value)
         if given is None or len(given) != 32:
             raise InvalidSignature("malformed X-Signature-256 header")
-        if not any_signature_matches((hmac_sha256(k, body) for k in self.keys), [given]):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, body, [given])
         payload = parse_json_object(body)
         check_body_timestamp(payload, self.source.tolerance, now)
         return Delivery(

@@ -14,11 +14,10 @@ from app.errors import InvalidPayload, InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
+    check_hmac,
     event_id_from,
     event_type_from,
     header,
-    hmac_sha256,
     parse_hex,
     parse_json_object,
     pick_headers,
@@ -42,8 +41,7 @@ class GitHubVerifier(Verifier):
         given = parse_hex(digest) if scheme == "sha256" else None
         if given is None or len(given) != 32:
             raise InvalidSignature("malformed X-Hub-Signature-256 header")
-        if not any_signature_matches((hmac_sha256(k, body) for k in self.keys), [given]):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, body, [given])
         if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             raise InvalidPayload("set the GitHub webhook's content type to application/json")
         parse_json_object(body)

@@ -14,12 +14,11 @@ from app.errors import InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
     b64decode,
+    check_hmac,
     event_id_from,
     event_type_from,
     header,
-    hmac_sha256,
     parse_json_object,
     pick_headers,
 )
@@ -41,8 +40,7 @@ class ShopifyVerifier(Verifier):
         given = b64decode(header(headers, "x-shopify-hmac-sha256"))
         if given is None or len(given) != 32:
             raise InvalidSignature("malformed X-Shopify-Hmac-Sha256 header")
-        if not any_signature_matches((hmac_sha256(k, body) for k in self.keys), [given]):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, body, [given])
         parse_json_object(body)
         event_id = headers.get("x-shopify-event-id") or headers.get("x-shopify-webhook-id")
         return Delivery(

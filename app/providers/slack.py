@@ -15,12 +15,11 @@ from app.errors import InvalidPayload, InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
+    check_hmac,
     check_window,
     event_id_from,
     event_type_from,
     header,
-    hmac_sha256,
     parse_hex,
     parse_json_object,
     parse_timestamp,
@@ -40,8 +39,7 @@ class SlackVerifier(Verifier):
         if given is None or len(given) != 32:
             raise InvalidSignature("malformed X-Slack-Signature header")
         signed = f"v0:{timestamp}:".encode() + body
-        if not any_signature_matches((hmac_sha256(k, signed) for k in self.keys), [given]):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, signed, [given])
         check_window(timestamp, now, self.source.tolerance, future_too=True)
         payload = parse_json_object(body)
         outer_type = payload.get("type")

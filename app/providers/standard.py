@@ -15,12 +15,11 @@ from app.errors import InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
     b64decode,
+    check_hmac,
     check_window,
     event_id_from,
     event_type_from,
-    hmac_sha256,
     parse_json_object,
     parse_timestamp,
 )
@@ -68,8 +67,7 @@ class StandardVerifier(Verifier):
         if not given:
             raise InvalidSignature("webhook-signature has no valid v1 signature")
         signed = f"{message_id}.{timestamp}.".encode() + body
-        if not any_signature_matches((hmac_sha256(k, signed) for k in self.keys), given):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, signed, given)
         check_window(timestamp, now, self.source.tolerance, future_too=True)
         payload = parse_json_object(body)
         return Delivery(

@@ -10,20 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.errors import InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    any_signature_matches,
+    check_hmac,
     check_window,
     event_id_from,
     event_type_from,
     header,
-    hmac_sha256,
-    key_value_pairs,
-    parse_hex,
     parse_json_object,
-    parse_timestamp,
+    timestamped_signatures,
 )
 
 
@@ -31,18 +27,11 @@ class StripeVerifier(Verifier):
     provider = "stripe"
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        pairs = key_value_pairs(header(headers, "stripe-signature"), ",")
-        stamps = [value for key, value in pairs if key == "t"]
-        if len(stamps) != 1:
-            raise InvalidSignature("Stripe-Signature needs exactly one t=")
-        timestamp = parse_timestamp(stamps[0])
-        given = [parse_hex(value) for key, value in pairs if key == "v1"]
-        signatures = [sig for sig in given if sig is not None and len(sig) == 32]
-        if not signatures:
-            raise InvalidSignature("Stripe-Signature has no valid v1 signature")
+        timestamp, signatures = timestamped_signatures(
+            header(headers, "stripe-signature"), ",", "t", "v1", "Stripe-Signature"
+        )
         signed = f"{timestamp}.".encode() + body
-        if not any_signature_matches((hmac_sha256(k, signed) for k in self.keys), signatures):
-            raise InvalidSignature("signature does not match")
+        check_hmac(self.keys, signed, signatures)
         check_window(timestamp, now, self.source.tolerance, future_too=False)
         payload = parse_json_object(body)
         return Delivery(
