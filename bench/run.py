@@ -166,12 +166,7 @@ def fill(settings: Settings, connection: Redis, count: int, tag: str) -> None:
 
 
 def drain(redis: RedisServer, rounds: int, events: int, mode: str = "fork") -> dict[str, Any]:
-    settings = Settings.load(
-        _env_file=None,
-        redis_url=redis.url,
-        webhook_signing_secret=SECRET,
-        webhook_key_prefix="bench",
-    )
+    settings = bench_settings(redis)
     connection = Redis.from_url(redis.url)
     worker_rates, loop_rates = [], []
     env = {
@@ -241,12 +236,7 @@ print(time.perf_counter() - started - 1.0)
 
 
 def memory(redis: RedisServer, count: int) -> dict[str, Any]:
-    settings = Settings.load(
-        _env_file=None,
-        redis_url=redis.url,
-        webhook_signing_secret=SECRET,
-        webhook_key_prefix="bench",
-    )
+    settings = bench_settings(redis)
     connection = Redis.from_url(redis.url)
     connection.flushall()
     base = int(connection.info("memory")["used_memory"])

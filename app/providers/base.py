@@ -187,3 +187,33 @@ def check_hmac(keys: Iterable[bytes], message: bytes, given: Iterable[bytes]) ->
     for some key: every configured secret (rotation), every signature sent."""
     if not any_signature_matches((hmac_sha256(key, message) for key in keys), given):
         raise InvalidSignature("signature does not match")
+
+
+class TimestampedHexVerifier(Verifier):
+    """Schemes that sign `"{timestamp}{joiner}{body}"` in hex, with the timestamp and any
+    number of signatures in one header (Stripe, Paddle). Subclasses set the names."""
+
+    header_name = ""
+    separator = ","
+    stamp_key = "t"
+    signature_key = "v1"
+    joiner = "."
+    future_refused = True
+    id_field = "id"
+    type_field = "type"
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
+        timestamp, signatures = timestamped_signatures(
+            header(headers, self.header_name.lower()),
+            self.separator,
+            self.stamp_key,
+            self.signature_key,
+            self.header_name,
+        )
+        check_hmac(self.keys, f"{timestamp}{self.joiner}".encode() + body, signatures)
+        check_window(timestamp, now, self.source.tolerance, future_too=self.future_refused)
+        payload = parse_json_object(body)
+        return Delivery(
+            event_id=event_id_from(payload.get(self.id_field), f"body '{self.id_field}'"),
+            event_type=event_type_from(payload.get(self.type_field)),
+        )

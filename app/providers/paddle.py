@@ -8,33 +8,12 @@ Event id and type are the body's `event_id` and `event_type`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    check_hmac,
-    check_window,
-    event_id_from,
-    event_type_from,
-    header,
-    parse_json_object,
-    timestamped_signatures,
-)
+from app.providers.base import TimestampedHexVerifier
 
 
-class PaddleVerifier(Verifier):
+class PaddleVerifier(TimestampedHexVerifier):
     provider = "paddle"
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        timestamp, signatures = timestamped_signatures(
-            header(headers, "paddle-signature"), ";", "ts", "h1", "Paddle-Signature"
-        )
-        signed = f"{timestamp}:".encode() + body
-        check_hmac(self.keys, signed, signatures)
-        check_window(timestamp, now, self.source.tolerance, future_too=True)
-        payload = parse_json_object(body)
-        return Delivery(
-            event_id=event_id_from(payload.get("event_id"), "body 'event_id'"),
-            event_type=event_type_from(payload.get("event_type")),
-        )
+    header_name = "Paddle-Signature"
+    separator, stamp_key, signature_key, joiner = ";", "ts", "h1", ":"
+    future_refused = True
+    id_field, type_field = "event_id", "event_type"

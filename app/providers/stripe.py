@@ -8,33 +8,12 @@ body's `id` and `type`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    check_hmac,
-    check_window,
-    event_id_from,
-    event_type_from,
-    header,
-    parse_json_object,
-    timestamped_signatures,
-)
+from app.providers.base import TimestampedHexVerifier
 
 
-class StripeVerifier(Verifier):
+class StripeVerifier(TimestampedHexVerifier):
     provider = "stripe"
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        timestamp, signatures = timestamped_signatures(
-            header(headers, "stripe-signature"), ",", "t", "v1", "Stripe-Signature"
-        )
-        signed = f"{timestamp}.".encode() + body
-        check_hmac(self.keys, signed, signatures)
-        check_window(timestamp, now, self.source.tolerance, future_too=False)
-        payload = parse_json_object(body)
-        return Delivery(
-            event_id=event_id_from(payload.get("id"), "body 'id'"),
-            event_type=event_type_from(payload.get("type")),
-        )
+    header_name = "Stripe-Signature"
+    separator, stamp_key, signature_key, joiner = ",", "t", "v1", "."
+    future_refused = False
+    id_field, type_field = "id", "type"
