@@ -18,7 +18,8 @@ from app.main import create_app
 from app.settings import Settings
 from workers.redis_server import RedisServer
 from workers.registry import registry
-from workers.worker import WebhookWorker, build_worker
+from workers.run import build_worker
+from workers.worker import WebhookWorker
 
 SECRET = "test-secret-of-inbound"
 OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_")

@@ -16,7 +16,8 @@ from app.settings import Settings
 from tests.conftest import event_body
 from workers import Event, PermanentError, handler
 from workers.deadletters import DeadLetters
-from workers.worker import WebhookSimpleWorker, build_worker
+from workers.run import build_worker
+from workers.worker import WebhookSimpleWorker
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def main() -> None:
 @click.option("--burst", is_flag=True, help="Exit once the queue is empty.")
 def worker(burst: bool) -> None:
     """Run an RQ worker (with the retry scheduler) that runs the handlers."""
-    from workers.worker import run_worker
+    from workers.run import run_worker
 
     try:
         run_worker(load_settings(), burst=burst)

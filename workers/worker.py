@@ -12,35 +12,28 @@ RQ itself handles SIGTERM: the current job finishes, then the worker exits.
 Recovery is faster than RQ's defaults: a job whose worker died (worker and work-horse killed)
 is found by another worker's maintenance sweep within about a minute, not about eleven
 (heartbeats every 5 s that expire after 15 s instead of 60+, an idle worker waking every
-20 s, a sweep every WEBHOOK_MAINTENANCE_INTERVAL). And a worker whose loop ends because
-Redis went away is rebuilt once Redis answers again, instead of exiting.
+20 s, a sweep every WEBHOOK_MAINTENANCE_INTERVAL). Starting and supervising the process is
+`workers/run.py`'s concern.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-import signal
-import sys
 import time
 from types import FrameType
 from typing import Any
 
-from redis import Redis
-from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker, Worker
 from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
 from rq.worker import BaseWorker
 
-from app.logs import configure_logging, log_state, logger
-from app.settings import ConfigError, Settings
+from app.logs import log_state
+from app.settings import Settings
 from workers.budget import restore_budget, was_requeued
 from workers.job import DONE, IGNORED, STALE
 from workers.ledger import record
 from workers.orphans import WebhookJob
-from workers.registry import registry
 
 MAX_ERROR_LENGTH = 500
 # Seconds between heartbeats of a running job, and how long a missed one is tolerated.
@@ -225,67 +218,3 @@ class WebhookSimpleWorker(WebhookWorkerMixin, SimpleWorker):
 
 def _json_list(values: list[int]) -> str:
     return "[" + ",".join(str(int(v)) for v in values) + "]"
-
-
-def import_handlers(settings: Settings) -> None:
-    """Import the modules of WEBHOOK_HANDLERS, whose `@handler`s fill the registry."""
-    # Like `rq worker`, look for handler modules in the directory the worker starts from.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for module in settings.webhook_handlers:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigError(f"WEBHOOK_HANDLERS: cannot import {module!r}: {exc}") from exc
-    unknown = registry.sources() - set(settings.sources)
-    if unknown:
-        logger.warning(
-            "handlers registered for sources that are not configured",
-            extra={"sources": sorted(unknown)},
-        )
-    if not settings.webhook_handlers:
-        logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
-
-
-def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorkerMixin:
-    connection = connection or Redis.from_url(settings.redis_url)
-    queue = Queue(settings.webhook_queue, connection=connection, job_class=WebhookJob)
-    cls = WebhookSimpleWorker if settings.webhook_worker_mode == "simple" else WebhookWorker
-    return cls(
-        [queue],
-        connection=connection,
-        job_class=WebhookJob,
-        settings=settings,
-        maintenance_interval=settings.webhook_maintenance_interval,
-        # Descriptions hold event ids; the JSON state lines already say what ran.
-        log_job_description=False,
-    )
-
-
-def run_worker(settings: Settings, burst: bool = False) -> None:
-    """Run until SIGTERM/SIGINT, rebuilding the worker whenever Redis failure ends its loop."""
-    configure_logging()
-    import_handlers(settings)
-    delay = 1.0
-    while True:
-        started = time.monotonic()
-        try:
-            worker = build_worker(settings)
-            worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
-        except RedisError as exc:
-            logger.warning(
-                "redis unavailable; worker retrying",
-                extra={"error": type(exc).__name__, "retry_in": delay},
-            )
-        else:
-            if burst or worker.stop_signalled:
-                return
-            logger.warning(
-                "worker loop ended without a stop request; restarting", extra={"retry_in": delay}
-            )
-        # Between two workers, a signal should simply end the process.
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        time.sleep(delay)
-        # Back off while Redis stays away; start afresh after a worker that ran a while.
-        delay = 1.0 if time.monotonic() - started > 60 else min(delay * 2, 30.0)
