@@ -78,7 +78,9 @@ def create_dashboard(settings: Settings) -> Flask:
 
 
 def run_dashboard(settings: Settings, host: str, port: int) -> None:
-    from werkzeug.serving import run_simple
+    # waitress, not Flask's development server: this page can requeue and delete events.
+    import waitress
 
     app = create_dashboard(settings)
-    run_simple(host, port, app, threaded=True)
+    print(f"dashboard on http://{host}:{port}/", flush=True)
+    waitress.serve(app, host=host, port=port, threads=4, ident="webhooks-dashboard")
