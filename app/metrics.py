@@ -25,7 +25,6 @@ from rq.utils import utcparse
 
 from app.keys import Keys
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 WORKER_OUTCOMES = ("done", "ignored", "stale", "retried", "dead_lettered", "requeued")
 
 RECEIVED = Counter(

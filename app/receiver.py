@@ -18,7 +18,6 @@ from starlette.requests import Request
 from app.body import read_body
 from app.errors import InvalidSignature, QueueUnavailable, UnknownSource
 from app.intake import AsyncIntake
-from app.keys import Keys
 from app.logs import elapsed_ms, log_state
 from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, render
 from app.providers import Delivery, Verifier, verifier_for
@@ -41,7 +40,6 @@ class Receiver:
             name: verifier_for(source) for name, source in settings.sources.items()
         }
         self.intake = AsyncIntake(settings, redis)
-        self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
 
     async def receive(self, source_name: str, request: Request) -> Outcome:
         started = time.perf_counter()
@@ -125,7 +123,7 @@ class Receiver:
         return Outcome(body={"status": status, "id": delivery.event_id})
 
     async def metrics(self) -> bytes:
-        snapshot = await read_snapshot(self.redis, self.keys, self.settings.sources)
+        snapshot = await read_snapshot(self.redis, self.intake.keys, self.settings.sources)
         return render(snapshot)
 
     async def ready(self) -> bool:

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 from redis.exceptions import RedisError
 
-from app.metrics import CONTENT_TYPE
 from app.receiver import Receiver
 
 router = APIRouter()
@@ -54,4 +54,4 @@ async def metrics(receiver: ReceiverDep) -> Response:
         body = await receiver.metrics()
     except RedisError:
         return JSONResponse({"detail": "redis unreachable"}, status_code=503)
-    return Response(body, media_type=CONTENT_TYPE)
+    return Response(body, media_type=CONTENT_TYPE_LATEST)

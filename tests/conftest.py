@@ -7,6 +7,7 @@ import hmac
 import json
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from workers.run import build_worker
 from workers.worker import WebhookWorker
 
 SECRET = "test-secret-of-inbound"
+# The dashboard login of the stacks the process tests start.
+AUTH = ("ops", "stack-dashboard-password")
 OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,13 +117,90 @@ def post_event() -> Callable[..., Any]:
     return post
 
 
+def drain(settings: Settings, redis: Redis) -> WebhookWorker:
+    """Run the real worker (forking, unless the settings say simple) until the queue is empty."""
+    worker = build_worker(settings, connection=redis)
+    worker.work(burst=True, logging_level="WARNING")
+    return worker  # type: ignore[return-value]
+
+
 @pytest.fixture
 def run_worker(redis: Redis) -> Callable[[Settings], WebhookWorker]:
-    """Drains the queue with the real forking worker, in burst mode."""
+    return lambda settings: drain(settings, redis)
 
-    def run(settings: Settings) -> WebhookWorker:
-        worker = build_worker(settings, connection=redis)
-        worker.work(burst=True, logging_level="WARNING")
-        return worker
 
-    return run
+@pytest.fixture
+def make_stack(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """Starts the Procfile's processes against a Redis, on free ports; stops them all."""
+    from tests.processes import Stack
+
+    stacks: list[Stack] = []
+
+    def make(redis_url: str, **env: str) -> Stack:
+        stack = Stack(
+            {
+                "REDIS_URL": redis_url,
+                "HOST": "127.0.0.1",
+                "WEBHOOK_SIGNING_SECRET": SECRET,
+                "WEBHOOK_HANDLERS": "tests.e2e_handlers",
+                "WEBHOOK_RETRY_INTERVALS": "1",
+                "WEBHOOK_MAINTENANCE_INTERVAL": "10",
+                "RQ_DASHBOARD_USERNAME": AUTH[0],
+                "RQ_DASHBOARD_PASSWORD": AUTH[1],
+                **env,
+            },
+            tmp_path,
+        )
+        stacks.append(stack)
+        return stack
+
+    yield make
+    for stack in stacks:
+        stack.stop_all()
+
+
+@dataclass
+class Harness:
+    """A receiver app and the real worker on one Redis: send events, then drain the queue."""
+
+    settings: Settings
+    client: TestClient
+    redis: Redis
+
+    def send(self, body: bytes, secret: str = SECRET, source: str = "inbound") -> Any:
+        return self.client.post(
+            f"/webhooks/{source}", content=body, headers={"X-Signature-256": sign(body, secret)}
+        )
+
+    def event(self, event_id: str, event_type: str = "order.created", **extra: Any) -> Any:
+        return self.send(event_body(event_id, event_type, **extra))
+
+    def drain(self) -> WebhookWorker:
+        return drain(self.settings, self.redis)
+
+
+@pytest.fixture
+def make_harness(
+    make_settings: Callable[..., Settings], make_client: Callable[..., TestClient], redis: Redis
+) -> Callable[..., Harness]:
+    def make(**overrides: Any) -> Harness:
+        settings = make_settings(**overrides)
+        return Harness(settings, make_client(settings), redis)
+
+    return make
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[Settings], None]:
+    """Points the `webhooks` command (which reads the environment) at a test's settings."""
+
+    def point(settings: Settings) -> None:
+        for name, value in {
+            "REDIS_URL": settings.redis_url,
+            "WEBHOOK_SIGNING_SECRET": SECRET,
+            "WEBHOOK_MAX_RETRIES": str(settings.webhook_max_retries),
+            "WEBHOOK_RETRY_INTERVALS": ",".join(map(str, settings.webhook_retry_intervals)),
+        }.items():
+            monkeypatch.setenv(name, value)
+
+    return point

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -65,9 +66,9 @@ class Process:
             return self.popen.wait()
 
 
-def start(name: str, env: dict[str, str], log_dir: Path) -> Process:
+def start(name: str, env: dict[str, str], log_dir: Path, extra_args: str = "") -> Process:
     """Run one Procfile line as honcho would: through a shell, in its own process group."""
-    command = procfile()[name]
+    command = f"{procfile()[name]} {extra_args}".strip()
     full_env = {**os.environ, **env}
     full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env["PATH"]])
     log = log_dir / f"{name}-{env.get('PORT', '0')}.log"
@@ -91,10 +92,11 @@ class Stack:
         self.log_dir = log_dir
         self.processes: list[Process] = []
 
-    def start(self, name: str, **overrides: str) -> Process:
+    def start(self, name: str, extra_args: str = "", **overrides: str) -> Process:
         from workers.redis_server import free_port
 
-        process = start(name, {**self.env, "PORT": str(free_port()), **overrides}, self.log_dir)
+        env = {**self.env, "PORT": str(free_port()), **overrides}
+        process = start(name, env, self.log_dir, extra_args)
         self.processes.append(process)
         if name == "web":
             wait_http(process.url + "/healthz", process)
@@ -189,3 +191,27 @@ class RedisProxy:
 
     def close(self) -> None:
         self._server.close()
+
+
+def send(
+    web_url: str,
+    event_id: str,
+    event_type: str = "order.created",
+    timeout: float = 10,
+    **extra: object,
+) -> httpx.Response:
+    """POST one event signed with the test secret."""
+    from tests.conftest import event_body, sign
+
+    body = event_body(event_id, event_type, **extra)
+    return httpx.post(
+        f"{web_url}/webhooks/inbound",
+        content=body,
+        headers={"X-Signature-256": sign(body)},
+        timeout=timeout,
+    )
+
+
+def effects(redis: Any, event_id: str) -> int:
+    """How often tests/e2e_handlers.py applied an event."""
+    return int(redis.get(f"effects:{event_id}") or 0)

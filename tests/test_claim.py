@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,9 +15,9 @@ from rq import Queue
 
 from app.intake import Intake
 from app.keys import job_id_for
-from tests.conftest import SECRET, event_body, sign
-from tests.processes import Process, RedisProxy, start, wait_http
-from workers.redis_server import RedisServer, free_port
+from tests.conftest import event_body, sign
+from tests.processes import RedisProxy, Stack
+from workers.redis_server import RedisServer
 
 Post = Callable[..., Any]
 JOB_KEY = "rq:job:" + job_id_for("inbound", "evt_1")
@@ -80,24 +79,8 @@ def test_a_reply_lost_after_the_enqueue_is_503_then_the_retry_is_a_duplicate(
 
 
 @pytest.fixture
-def web(redis_server: RedisServer, redis: Redis, tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    process: Process = start(
-        "web",
-        {
-            "PORT": str(port),
-            "HOST": "127.0.0.1",
-            "REDIS_URL": redis_server.url,
-            "WEBHOOK_SIGNING_SECRET": SECRET,
-        },
-        tmp_path,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(url + "/healthz", process)
-        yield url
-    finally:
-        process.stop()
+def web(redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]) -> str:
+    return make_stack(redis_server.url).start("web").url
 
 
 def test_fifty_concurrent_deliveries_of_one_event_make_exactly_one_job(

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 from rq.job import Job
@@ -16,7 +15,7 @@ from rq.registry import FailedJobRegistry
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import SECRET, event_body
+from tests.conftest import SECRET, Harness
 from workers import Event, handler
 from workers.cli import main
 
@@ -25,31 +24,19 @@ Post = Callable[..., Any]
 
 @pytest.fixture
 def dead_letters(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    monkeypatch: pytest.MonkeyPatch,
+    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
 ) -> list[str]:
     """Three events dead-lettered by a failing handler; the command's env points at them."""
-    settings = make_settings()
+    harness = make_harness()
+    cli_env(harness.settings)
 
     @handler("inbound", "*")
     def boom(event: Event) -> None:
         raise ValueError(f"cannot sync {event.id}")
 
-    client = make_client(settings)
     for n in range(3):
-        post_event(client, event_body(f"evt_{n}", f"type.{n}"))
-    run_worker(settings)
-    for name, value in {
-        "REDIS_URL": settings.redis_url,
-        "WEBHOOK_SIGNING_SECRET": SECRET,
-        "WEBHOOK_MAX_RETRIES": "2",
-        "WEBHOOK_RETRY_INTERVALS": "0",
-    }.items():
-        monkeypatch.setenv(name, value)
+        harness.event(f"evt_{n}", f"type.{n}")
+    harness.drain()
     return [job_id_for("inbound", f"evt_{n}") for n in range(3)]
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from redis import Redis
 
 from app.keys import job_id_for
 from app.settings import ConfigError, Settings
-from tests.conftest import event_body
+from tests.conftest import Harness
 from workers import Event, handler
 from workers.dashboard import create_dashboard
 
@@ -48,25 +46,20 @@ def test_the_login_opens_the_dashboard(
 
 
 def test_a_hostile_dead_letter_is_escaped_in_the_job_json(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
+    make_harness: Callable[..., Harness],
 ) -> None:
-    settings = make_settings()
+    harness = make_harness()
     script = "<script>alert(1)</script>"
 
     @handler("inbound", "*")
     def echo(event: Event) -> None:
         raise ValueError(event.payload["note"])
 
-    post_event(
-        make_client(settings), event_body('x"><img src=x onerror=alert(1)>', script, note=script)
-    )
-    run_worker(settings)
+    harness.event('x"><img src=x onerror=alert(1)>', script, note=script)
+    harness.drain()
     job_id = job_id_for("inbound", 'x"><img src=x onerror=alert(1)>')
-    response = create_dashboard(settings).test_client().get(f"/0/data/job/{job_id}.json", auth=AUTH)
+    dashboard = create_dashboard(harness.settings).test_client()
+    response = dashboard.get(f"/0/data/job/{job_id}.json", auth=AUTH)
     text = response.get_data(as_text=True)
     assert response.status_code == 200
     assert "<script>" not in text and "<img" not in text

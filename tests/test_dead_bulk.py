@@ -9,47 +9,33 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
 from app.settings import Settings
-from tests.conftest import SECRET, event_body
+from tests.conftest import Harness
 from workers import Event, handler
 from workers.cli import main
 
 
 @pytest.fixture
 def dead_letters(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    monkeypatch: pytest.MonkeyPatch,
+    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
 ) -> Settings:
     """Twelve dead letters with three causes, over two types."""
-    settings = make_settings(webhook_max_retries=0)
+    harness = make_harness(webhook_max_retries=0)
+    cli_env(harness.settings)
 
     @handler("inbound", "*")
     def fail(event: Event) -> None:
         raise RuntimeError(event.payload["cause"])
 
-    client = make_client(settings)
     causes = ["CRM timed out"] * 6 + ["card declined"] * 4 + ["schema changed"] * 2
     for n, cause in enumerate(causes):
-        post_event(
-            client, event_body(f"e{n}", "invoice.paid" if n % 2 else "order.created", cause=cause)
-        )
-    run_worker(settings)
-    for name, value in {
-        "REDIS_URL": settings.redis_url,
-        "WEBHOOK_SIGNING_SECRET": SECRET,
-        "WEBHOOK_MAX_RETRIES": "0",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return settings
+        harness.event(f"e{n}", "invoice.paid" if n % 2 else "order.created", cause=cause)
+    harness.drain()
+    return harness.settings
 
 
 def webhooks(*args: str, stdin: str | None = None) -> Any:

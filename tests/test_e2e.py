@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -11,86 +11,40 @@ from redis import Redis
 from rq.job import Job
 
 from app.keys import job_id_for
-from tests.conftest import SECRET, event_body, sign
-from tests.processes import Process, start, wait_http, wait_until
+from tests.conftest import AUTH, SECRET
+from tests.processes import Stack, effects, send, start, wait_http, wait_until
 from workers.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.e2e
-AUTH = ("ops", "e2e-dashboard-password")
-
-
-@pytest.fixture
-def stack(
-    redis_server: RedisServer, redis: Redis, tmp_path: Path
-) -> Iterator[Callable[[str], Process]]:
-    """Starts Procfile processes on demand; stops them all at the end."""
-    started: list[Process] = []
-    env = {
-        "REDIS_URL": redis_server.url,
-        "HOST": "127.0.0.1",
-        "WEBHOOK_SIGNING_SECRET": SECRET,
-        "WEBHOOK_HANDLERS": "tests.e2e_handlers",
-        "WEBHOOK_MAX_RETRIES": "1",
-        "WEBHOOK_RETRY_INTERVALS": "1",
-        "RQ_DASHBOARD_USERNAME": AUTH[0],
-        "RQ_DASHBOARD_PASSWORD": AUTH[1],
-    }
-
-    def launch(name: str) -> Process:
-        process = start(name, {**env, "PORT": str(free_port())}, tmp_path)
-        started.append(process)
-        return process
-
-    yield launch
-    for process in started:
-        process.stop()
-
-
-def url_of(process: Process) -> str:
-    port = process.log.stem.rsplit("-", 1)[1]
-    return f"http://127.0.0.1:{port}"
-
-
-def send(
-    web: str, event_id: str, event_type: str = "order.created", **extra: object
-) -> httpx.Response:
-    body = event_body(event_id, event_type, **extra)
-    return httpx.post(
-        f"{web}/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)}, timeout=10
-    )
-
-
-def effects(redis: Redis, event_id: str) -> int:
-    return int(redis.get(f"effects:{event_id}") or 0)
 
 
 def test_signed_events_flow_through_the_real_processes_exactly_once(
-    stack: Callable[[str], Process], redis: Redis
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
 ) -> None:
-    web, worker, dashboard = stack("web"), stack("worker"), stack("dashboard")
-    wait_http(url_of(web) + "/readyz", web)
-    wait_http(url_of(dashboard) + "/", dashboard, auth=AUTH)
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="1")
+    web, worker, dashboard = stack.start("web"), stack.start("worker"), stack.start("dashboard")
+    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
 
     ids = [f"evt_{n}" for n in range(20)]
     for event_id in ids + ids[::2]:  # every other event delivered twice
-        assert send(url_of(web), event_id).status_code == 200
+        assert send(web.url, event_id).status_code == 200
     wait_until(lambda: all(effects(redis, i) for i in ids), 30, "every handler effect")
     wait_until(lambda: redis.llen("rq:queue:webhooks") == 0, 10, "an empty queue")
     assert [effects(redis, i) for i in ids] == [1] * len(ids)
 
     # A failing event is retried once (1 s later, by the scheduler), then dead-lettered...
     redis.set("fail:evt_flaky", 1)
-    assert send(url_of(web), "evt_flaky", "order.flaky").status_code == 200
+    assert send(web.url, "evt_flaky", "order.flaky").status_code == 200
     job_id = job_id_for("inbound", "evt_flaky")
-    failed_url = f"{url_of(dashboard)}/0/data/jobs/webhooks/failed/10/asc/1.json"
+    failed_url = f"{dashboard.url}/0/data/jobs/webhooks/failed/10/asc/1.json"
     wait_until(lambda: job_id in httpx.get(failed_url, auth=AUTH).text, 30, "a dead letter")
     assert effects(redis, "evt_flaky") == 2
-    job_json = httpx.get(f"{url_of(dashboard)}/0/data/job/{job_id}.json", auth=AUTH).json()
+    job_json = httpx.get(f"{dashboard.url}/0/data/job/{job_id}.json", auth=AUTH).json()
     assert "evt_flaky" in job_json["metadata"] and "downstream is down" in job_json["exc_info"]
 
     # ...and once the cause is fixed, the dashboard's requeue button gets it done.
     redis.delete("fail:evt_flaky")
-    requeued = httpx.post(f"{url_of(dashboard)}/job/{job_id}/requeue", auth=AUTH)
+    requeued = httpx.post(f"{dashboard.url}/job/{job_id}/requeue", auth=AUTH)
     assert requeued.json() == {"status": "OK"}
     wait_until(
         lambda: Job.fetch(job_id, connection=redis).meta.get("state") == "done",

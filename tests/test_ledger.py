@@ -14,7 +14,7 @@ from redis import Redis
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import SECRET, event_body
+from tests.conftest import Harness, event_body
 from tests.processes import RedisProxy
 from workers import Event, handler
 from workers.cli import main
@@ -25,16 +25,10 @@ Post = Callable[..., Any]
 
 
 @pytest.fixture
-def settings(make_settings: Callable[..., Settings], monkeypatch: pytest.MonkeyPatch) -> Settings:
-    settings = make_settings(webhook_ledger_ttl=3600)
-    for name, value in {
-        "REDIS_URL": settings.redis_url,
-        "WEBHOOK_SIGNING_SECRET": SECRET,
-        "WEBHOOK_MAX_RETRIES": "2",
-        "WEBHOOK_RETRY_INTERVALS": "0",
-    }.items():
-        monkeypatch.setenv(name, value)
-    return settings
+def harness(make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]) -> Harness:
+    harness = make_harness(webhook_ledger_ttl=3600)
+    cli_env(harness.settings)
+    return harness
 
 
 def record(redis: Redis, event_id: str) -> dict[str, str]:
@@ -45,12 +39,13 @@ def record(redis: Redis, event_id: str) -> dict[str, str]:
 
 
 def test_an_accepted_event_is_recorded_with_its_payload_in_the_same_round_trip(
-    settings: Settings,
+    harness: Harness,
     make_client: Callable[..., TestClient],
     post_event: Post,
     redis: Redis,
     redis_server: RedisServer,
 ) -> None:
+    settings = harness.settings
     proxy = RedisProxy(redis_server.port).start()
     client = make_client(settings.model_copy(update={"redis_url": proxy.url}))
     post_event(client, event_body("evt_0"))  # loads the script
@@ -70,43 +65,33 @@ def test_an_accepted_event_is_recorded_with_its_payload_in_the_same_round_trip(
 
 
 def test_the_record_follows_the_event_through_retries_to_the_dead_letters_and_back(
-    settings: Settings,
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    redis: Redis,
-    run_worker: Callable[[Settings], Any],
+    harness: Harness, redis: Redis
 ) -> None:
-    outcome = {"fail": True}
+    url = harness.settings.redis_url
 
     @handler("inbound", "order.created")
     def flaky(event: Event) -> None:
-        if Redis.from_url(settings.redis_url).exists("fail"):
+        if Redis.from_url(url).exists("fail"):
             raise RuntimeError("downstream said no")
 
     redis.set("fail", 1)
-    post_event(make_client(settings), event_body("evt_2"))
-    run_worker(settings)
+    harness.event("evt_2")
+    harness.drain()
     stored = record(redis, "evt_2")
     assert (stored["status"], stored["attempts"]) == ("dead", "3")
     assert stored["last_error"] == "RuntimeError: downstream said no"
     redis.delete("fail")
-    DeadLetters(settings, redis).requeue(job_id_for("inbound", "evt_2"))
+    DeadLetters(harness.settings, redis).requeue(job_id_for("inbound", "evt_2"))
     assert record(redis, "evt_2")["status"] == "queued"
-    run_worker(settings)
+    harness.drain()
     stored = record(redis, "evt_2")
-    assert (stored["status"], stored["attempts"]) == ("done", "4") and outcome
+    assert (stored["status"], stored["attempts"]) == ("done", "4")
     assert float(stored["settled_at"]) >= float(stored["received_at"])
 
 
-def test_the_record_outlives_the_rq_job(
-    settings: Settings,
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    redis: Redis,
-    run_worker: Callable[[Settings], Any],
-) -> None:
-    post_event(make_client(settings), event_body("evt_3", "unhandled"))
-    run_worker(settings)
+def test_the_record_outlives_the_rq_job(harness: Harness, redis: Redis) -> None:
+    harness.event("evt_3", "unhandled")
+    harness.drain()
     redis.delete("rq:job:" + job_id_for("inbound", "evt_3"))
     result = CliRunner().invoke(main, ["events", "show", "inbound", "evt_3", "--json"])
     shown = json.loads(result.stdout)
@@ -114,21 +99,14 @@ def test_the_record_outlives_the_rq_job(
     assert json.loads(shown["payload"])["id"] == "evt_3"
 
 
-def test_events_list_filters_by_source_status_and_time(
-    settings: Settings,
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    redis: Redis,
-    run_worker: Callable[[Settings], Any],
-) -> None:
+def test_events_list_filters_by_source_status_and_time(harness: Harness, redis: Redis) -> None:
     @handler("inbound", "bad")
     def bad(event: Event) -> None:
         raise ValueError("no")
 
-    client = make_client(settings)
     for n in range(3):
-        post_event(client, event_body(f"evt_{n}", "bad" if n == 1 else "good"))
-    run_worker(settings)
+        harness.event(f"evt_{n}", "bad" if n == 1 else "good")
+    harness.drain()
     since = str(time.time() - 60)
     listed = CliRunner().invoke(main, ["events", "list", "--since", since, "--json"])
     assert [json.loads(x)["id"] for x in listed.stdout.splitlines()] == ["evt_0", "evt_1", "evt_2"]
@@ -151,7 +129,7 @@ def test_events_list_filters_by_source_status_and_time(
     ],
 )
 def test_events_bad_input_is_refused_clearly(
-    settings: Settings, redis: Redis, args: list[str], code: int, message: str
+    harness: Harness, args: list[str], code: int, message: str
 ) -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == code and message in result.output

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import httpx
 from fastapi.testclient import TestClient
 from redis import Redis
 
-from app.settings import Settings
-from tests.conftest import SECRET, event_body, sign
-from tests.processes import wait_http
+from tests.conftest import Harness, event_body, sign
+from tests.processes import Stack
 from workers import Event, handler
-from workers.redis_server import RedisServer, free_port
+from workers.redis_server import RedisServer
 
 
 def value(text: str, name: str, **labels: str) -> float:
@@ -31,13 +29,10 @@ def value(text: str, name: str, **labels: str) -> float:
 
 
 def test_metrics_count_answers_and_read_the_pipeline_from_redis(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
+    make_harness: Callable[..., Harness],
 ) -> None:
-    settings = make_settings(webhook_retry_intervals="600", webhook_max_retries=1)
+    harness = make_harness(webhook_retry_intervals="600", webhook_max_retries=1)
+    client = harness.client
 
     @handler("inbound", "bad")
     def bad(event: Event) -> None:
@@ -49,17 +44,16 @@ def test_metrics_count_answers_and_read_the_pipeline_from_redis(
 
         raise PermanentError("never")
 
-    client = make_client(settings)
     before = value(
         client.get("/metrics").text, "webhooks_received_total", source="inbound", outcome="accepted"
     )
     for event_id, kind in [("a", "good"), ("b", "bad"), ("c", "worse"), ("d", "good")]:
-        post_event(client, event_body(event_id, kind))
-    post_event(client, event_body("a", "good"))  # duplicate
-    post_event(client, event_body("x"), secret="wrong")  # rejected
+        harness.event(event_id, kind)
+    harness.event("a", "good")  # duplicate
+    harness.send(event_body("x"), secret="wrong")  # rejected
     client.post("/webhooks/nosuch", content=b"{}")  # unknown source
-    run_worker(settings)
-    post_event(client, event_body("q", "good"))  # stays queued
+    harness.drain()
+    harness.event("q", "good")  # stays queued
     text = client.get("/metrics").text
 
     assert (
@@ -88,67 +82,25 @@ def test_metrics_is_503_when_redis_is_unreachable(make_client: Callable[..., Tes
 
 
 def test_metrics_add_up_across_uvicorn_worker_processes(
-    redis_server: RedisServer, redis: Redis, tmp_path: Path
+    redis_server: RedisServer, redis: Redis, tmp_path: Path, make_stack: Callable[..., Stack]
 ) -> None:
     metrics_dir = tmp_path / "prometheus"
     metrics_dir.mkdir()
-    port = free_port()
-    env = {
-        "PORT": str(port),
-        "HOST": "127.0.0.1",
-        "REDIS_URL": redis_server.url,
-        "WEBHOOK_SIGNING_SECRET": SECRET,
-        "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
-    }
-    # The receiver as the Procfile runs it, with two worker processes behind one port.
-    command = [
-        "uvicorn",
-        "app.main:app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-    ]
-    import subprocess
-    import sys
-
-    full_env = {
-        **os.environ,
-        **env,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-    }
-    server = subprocess.Popen(
-        command,
-        env=full_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=Path(__file__).parent.parent,
+    # The Procfile's web line with two worker processes behind one port.
+    web = make_stack(redis_server.url).start(
+        "web", extra_args="--workers 2", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)
     )
-    try:
-        from tests.processes import Process
 
-        wait_http(
-            f"http://127.0.0.1:{port}/healthz", Process("web", server, tmp_path / "none.log", port)
-        )
-        from concurrent.futures import ThreadPoolExecutor
-
-        def deliver(n: int) -> int:
+    def deliver(n: int) -> int:
+        with httpx.Client() as http:  # a connection each: the processes share the load
             body = event_body(f"m{n}")
-            with httpx.Client() as http:  # a connection each: the processes share the load
-                return http.post(
-                    f"http://127.0.0.1:{port}/webhooks/inbound",
-                    content=body,
-                    headers={"X-Signature-256": sign(body)},
-                ).status_code
+            return http.post(
+                f"{web.url}/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)}
+            ).status_code
 
-        with ThreadPoolExecutor(max_workers=16) as pool:
-            assert set(pool.map(deliver, range(300))) == {200}
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
-        assert value(text, "webhooks_received_total", source="inbound", outcome="accepted") == 300
-        # Each process counted in its own file; /metrics added them up.
-        assert len(list(metrics_dir.glob("counter_*.db"))) == 2
-    finally:
-        server.terminate()
-        server.wait(15)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        assert set(pool.map(deliver, range(300))) == {200}
+    text = httpx.get(f"{web.url}/metrics").text
+    assert value(text, "webhooks_received_total", source="inbound", outcome="accepted") == 300
+    # Each process counted in its own file; /metrics added them up.
+    assert len(list(metrics_dir.glob("counter_*.db"))) == 2

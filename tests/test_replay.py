@@ -15,7 +15,7 @@ from rq import Queue
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import SECRET, event_body
+from tests.conftest import SECRET, Harness
 from tests.fake_apis import FakeApi
 from workers import Event, handler
 from workers.cli import main
@@ -166,27 +166,19 @@ def test_github_replay_redelivers_failed_deliveries_we_do_not_have(
 
 
 @pytest.fixture
-def dead_and_done(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    env: None,
-) -> Settings:
-    settings = make_settings(webhook_max_retries=0)
+def dead_and_done(make_harness: Callable[..., Harness], redis: Redis, env: None) -> Settings:
+    harness = make_harness(webhook_max_retries=0)
 
     @handler("inbound", "*")
     def fail_some(event: Event) -> None:
         if event.type == "bad":
             raise RuntimeError("downstream down")
 
-    client = make_client(settings)
-    post_event(client, event_body("evt_dead", "bad"))
-    post_event(client, event_body("evt_done", "good"))
-    run_worker(settings)
+    harness.event("evt_dead", "bad")
+    harness.event("evt_done", "good")
+    harness.drain()
     redis.delete("rq:job:" + job_id_for("inbound", "evt_done"))  # as RQ's result TTL would
-    return settings
+    return harness.settings
 
 
 def test_ledger_replay_requeues_dead_letters_and_re_enqueues_events_whose_job_is_gone(
@@ -263,3 +255,38 @@ def test_the_replay_endpoint_takes_the_event_id_from_a_header_for_header_id_prov
     )
     assert response.json() == {"status": "accepted", "id": "guid-1"}
     assert Queue("webhooks", connection=redis).get_jobs()[0].meta["type"] == "pull_request"
+
+
+def test_github_replay_waits_out_429s_and_dropped_connections(
+    env: None, api: FakeApi, redis: Redis
+) -> None:
+    api.deliveries = [delivery(2, "guid-x", 500, 1), delivery(1, "guid-y", 200, 2)]
+    api.throttle, api.drop = 2, 1
+    result = webhooks(
+        "replay", "github", "--since", str(NOW - 3600), "--repo", "o/r", "--hook-id", "7", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["redelivered"] == 1 and api.redelivered == [2]
+
+
+def test_a_terminal_gets_a_progress_bar_with_the_counts() -> None:
+    import io
+
+    from workers.cli_replay import _progress
+    from workers.replay import Counts
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    screen = Terminal()
+    with _progress(False, screen) as progress:
+        for n in range(1, 4):
+            progress(Counts(fetched=n, new=n - 1, already_had=1))
+    assert "replaying" in screen.getvalue()
+    assert "fetched 3, new 2, already had 1" in screen.getvalue()
+    piped = Terminal()
+    piped.isatty = lambda: False  # type: ignore[method-assign]
+    with _progress(False, piped) as progress:
+        progress(Counts(fetched=1))
+    assert piped.getvalue() == ""

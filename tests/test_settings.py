@@ -92,3 +92,10 @@ def test_secrets_do_not_appear_in_the_settings_repr() -> None:
     settings = load(webhook_signing_secret="very-secret-value")
     assert "very-secret-value" not in repr(settings)
     assert "very-secret-value" not in repr(settings.sources)
+
+
+def test_every_provider_settings_accept_has_a_verifier() -> None:
+    from app.providers import VERIFIERS
+    from app.settings import PROVIDERS
+
+    assert set(PROVIDERS) == set(VERIFIERS)

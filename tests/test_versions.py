@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
 from redis import Redis
 from rq.job import Job
 
 from app.keys import job_id_for
-from app.settings import Settings
-from tests.conftest import event_body
+from tests.conftest import Harness, event_body
 from workers import Event, handler, newer_version
 from workers.registry import HandlerRegistry
+
+Make = Callable[..., Harness]
 
 
 def subscription(event_id: str, version: object, plan: str) -> bytes:
@@ -26,40 +25,43 @@ def subscription(event_id: str, version: object, plan: str) -> bytes:
     )
 
 
-@pytest.fixture
-def applied(make_settings: Callable[..., Settings]) -> Callable[[Redis], list[str]]:
-    url = make_settings().redis_url
+# A handler for subscription snapshots, behind a version guard.
+on_subscription = handler(
+    "inbound",
+    "customer.subscription.updated",
+    entity="data.object.id",
+    version="data.object.version",
+)
 
-    @handler(
-        "inbound",
-        "customer.subscription.updated",
-        entity="data.object.id",
-        version="data.object.version",
-    )
+
+def applied(redis: Redis) -> list[str]:
+    return [x.decode() for x in redis.lrange("applied", 0, -1)]
+
+
+@pytest.fixture
+def harness(make_harness: Make) -> Harness:
+    """A harness whose handler applies subscription snapshots behind a version guard."""
+    harness = make_harness()
+    url = harness.settings.redis_url
+
+    @on_subscription
     def apply(event: Event) -> None:
         Redis.from_url(url).rpush("applied", event.payload["data"]["object"]["plan"])
 
-    return lambda redis: [x.decode() for x in redis.lrange("applied", 0, -1)]
+    return harness
 
 
 def test_reordered_and_repeated_deliveries_apply_only_newer_versions(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    applied: Callable[[Redis], list[str]],
+    harness: Harness, redis: Redis
 ) -> None:
-    settings = make_settings()
-    client = make_client(settings)
     for event_id, version, plan in [
         ("e3", 3, "pro"),
         ("e1", 1, "free"),
         ("e2", 2, "basic"),
         ("e3-again", 3, "pro-again"),
     ]:
-        post_event(client, subscription(event_id, version, plan))
-        run_worker(settings)  # one at a time, in this (wrong) order
+        harness.send(subscription(event_id, version, plan))
+        harness.drain()  # one at a time, in this (wrong) order
     assert applied(redis) == ["pro"]
     states = {
         e: Job.fetch(job_id_for("inbound", e), connection=redis).meta["state"]
@@ -70,90 +72,57 @@ def test_reordered_and_repeated_deliveries_apply_only_newer_versions(
     assert redis.hget("webhook:event:inbound:e1", "status") == b"stale"
 
 
-def test_a_newer_version_after_an_older_one_is_applied(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    applied: Callable[[Redis], list[str]],
-) -> None:
-    settings = make_settings()
-    client = make_client(settings)
-    post_event(client, subscription("e1", "2026-01-01T00:00:00+00:00", "old"))
-    post_event(client, subscription("e2", "2026-06-01T00:00:00+00:00", "new"))
-    run_worker(settings)
+def test_a_newer_version_after_an_older_one_is_applied(harness: Harness, redis: Redis) -> None:
+    harness.send(subscription("e1", "2026-01-01T00:00:00+00:00", "old"))
+    harness.send(subscription("e2", "2026-06-01T00:00:00+00:00", "new"))
+    harness.drain()
     assert applied(redis) == ["old", "new"]
 
 
-def test_a_retry_of_the_event_holding_the_version_still_applies(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
+def test_an_event_without_the_declared_version_is_dead_lettered_with_the_reason(
+    harness: Harness, redis: Redis
 ) -> None:
-    settings = make_settings()
-    url = settings.redis_url
+    harness.event("e9", "customer.subscription.updated")
+    harness.drain()
+    job = Job.fetch(job_id_for("inbound", "e9"), connection=redis)
+    assert job.meta["state"] == "dead"
+    assert "'data.object.id' is not in the event" in job.meta["last_error"]
 
-    @handler(
-        "inbound",
-        "customer.subscription.updated",
-        entity="data.object.id",
-        version="data.object.version",
-    )
+
+def test_a_retry_of_the_event_holding_the_version_still_applies(
+    make_harness: Make, redis: Redis
+) -> None:
+    harness = make_harness()
+    url = harness.settings.redis_url
+
+    @on_subscription
     def fails_once(event: Event) -> None:
         r = Redis.from_url(url)
         if r.incr("tries") == 1:
             raise RuntimeError("first attempt fails")
         r.rpush("applied", "ok")
 
-    post_event(make_client(settings), subscription("e5", 5, "x"))
-    run_worker(settings)
-    assert redis.lrange("applied", 0, -1) == [b"ok"]
+    harness.send(subscription("e5", 5, "x"))
+    harness.drain()
+    assert applied(redis) == ["ok"]
 
 
-def test_an_event_without_the_declared_version_is_dead_lettered_with_the_reason(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-    applied: Callable[[Redis], list[str]],
-) -> None:
-    settings = make_settings()
-    post_event(make_client(settings), event_body("e9", "customer.subscription.updated"))
-    run_worker(settings)
-    job = Job.fetch(job_id_for("inbound", "e9"), connection=redis)
-    assert (
-        job.meta["state"] == "dead"
-        and "'data.object.id' is not in the event" in job.meta["last_error"]
-    )
-
-
-def test_newer_version_can_be_called_inside_a_handler(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Callable[..., Any],
-    run_worker: Callable[[Settings], Any],
-    redis: Redis,
-) -> None:
-    settings = make_settings()
-    url = settings.redis_url
+def test_newer_version_can_be_called_inside_a_handler(make_harness: Make, redis: Redis) -> None:
+    harness = make_harness()
+    url = harness.settings.redis_url
 
     @handler("inbound", "order.updated")
     def custom(event: Event) -> None:
-        key = lambda e: f"{e.payload['shop']}/{e.payload['order']}"  # noqa: E731
+        def key(e: Event) -> str:
+            return f"{e.payload['shop']}/{e.payload['order']}"
+
         if newer_version(event, entity=key, version="updated_at"):
             Redis.from_url(url).rpush("applied", json.dumps(event.payload["updated_at"]))
 
-    client = make_client(settings)
     for n, stamp in enumerate([20, 10, 30]):
-        post_event(
-            client, event_body(f"o{n}", "order.updated", shop="s", order=1, updated_at=stamp)
-        )
-        run_worker(settings)
-    assert [json.loads(x) for x in redis.lrange("applied", 0, -1)] == [20, 30]
+        harness.event(f"o{n}", "order.updated", shop="s", order=1, updated_at=stamp)
+        harness.drain()
+    assert [json.loads(x) for x in applied(redis)] == [20, 30]
 
 
 def test_newer_version_outside_a_job_is_an_error() -> None:

@@ -19,7 +19,7 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import event_body
+from tests.conftest import Harness, event_body
 from workers import Event, PermanentError, handler
 from workers.dashboard import create_dashboard
 from workers.deadletters import DeadLetters
@@ -175,17 +175,13 @@ def test_permanent_error_dead_letters_at_once(
 
 
 def test_a_retry_waits_for_the_configured_interval(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    run_worker: RunWorker,
-    redis: Redis,
+    make_harness: Callable[..., Harness], redis: Redis
 ) -> None:
-    settings = make_settings(webhook_retry_intervals="90,300")
-    handler("inbound", "order.created")(failing(settings.redis_url))
-    post_event(make_client(settings), event_body("evt_5"))
+    harness = make_harness(webhook_retry_intervals="90,300")
+    handler("inbound", "order.created")(failing(harness.settings.redis_url))
+    harness.event("evt_5")
     before = time.time()
-    run_worker(settings)
+    harness.drain()
     scheduled = ScheduledJobRegistry("webhooks", connection=redis)
     job_id = job_id_for("inbound", "evt_5")
     assert scheduled.get_job_ids() == [job_id]
@@ -198,21 +194,17 @@ def test_a_retry_waits_for_the_configured_interval(
 
 
 def test_a_handler_over_the_job_timeout_is_killed_and_counted_as_a_failure(
-    make_settings: Callable[..., Settings],
-    make_client: Callable[..., TestClient],
-    post_event: Post,
-    run_worker: RunWorker,
-    redis: Redis,
+    make_harness: Callable[..., Harness], redis: Redis
 ) -> None:
-    settings = make_settings(webhook_job_timeout=1, webhook_max_retries=0)
+    harness = make_harness(webhook_job_timeout=1, webhook_max_retries=0)
 
     @handler("inbound", "order.created")
     def slow(event: Event) -> None:
         time.sleep(30)
 
-    post_event(make_client(settings), event_body("evt_slow"))
+    harness.event("evt_slow")
     started = time.monotonic()
-    run_worker(settings)
+    harness.drain()
     assert time.monotonic() - started < 20
     job = Job.fetch(job_id_for("inbound", "evt_slow"), connection=redis)
     assert "JobTimeoutException" in job.meta["last_error"]

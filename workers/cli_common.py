@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -67,6 +68,14 @@ class TimeParam(click.ParamType):  # type: ignore[type-arg]
 
 
 TIME = TimeParam()
+
+
+def echo_rows(
+    rows: Iterable[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]
+) -> None:
+    """Each row as one JSON object per line (--json), or as the given text line."""
+    for row in rows:
+        click.echo(json.dumps(row) if as_json else line(row))
 
 
 def iso(timestamp: float | None) -> str | None:

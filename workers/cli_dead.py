@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from workers.cli_common import TIME, load_settings, redis_connection
+from workers.cli_common import TIME, echo_rows, load_settings, redis_connection
 from workers.deadletters import DeadLetter, DeadLetters, Selection
 
 
@@ -77,14 +77,14 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
         groups = store.groups(selection) if group_by else None
         rows = [] if groups is not None else store.find(selection)
     if groups is not None:
-        for group in groups:
-            if as_json:
-                click.echo(json.dumps(group))
-            else:
-                click.echo(
-                    f"{group['count']:>6}  {group['error']}  (e.g. {group['example_job_id']}"
-                    f"; {', '.join(group['types']) or '-'})"
-                )
+        echo_rows(
+            groups,
+            as_json,
+            lambda g: (
+                f"{g['count']:>6}  {g['error']}  (e.g. {g['example_job_id']}"
+                f"; {', '.join(g['types']) or '-'})"
+            ),
+        )
         click.echo(
             f"{sum(g['count'] for g in groups)} dead letter(s) in {len(groups)} group(s)", err=True
         )

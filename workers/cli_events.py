@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from app.keys import Keys
-from workers.cli_common import TIME, iso, load_settings, redis_connection
+from workers.cli_common import TIME, echo_rows, iso, load_settings, redis_connection
 from workers.ledger import EventLedger
 
 STATUSES = ["queued", "running", "retrying", "done", "ignored", "stale", "dead"]
@@ -77,13 +77,12 @@ def events_list(
         raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
     with redis_connection(settings) as connection:
         records = [_readable(r) for r in _ledger(connection).find(source, status, since, until)]
-    for record in records:
-        if as_json:
-            click.echo(json.dumps(record))
-        else:
-            click.echo(
-                f"{record['received_at']}  {record['source']:<10} {record['status']:<8} "
-                f"{record.get('attempts', 0):>2}  {record.get('type') or '-':<28} "
-                f"{record['id']}  {record.get('last_error', '')}".rstrip()
-            )
+    echo_rows(
+        records,
+        as_json,
+        lambda r: (
+            f"{r['received_at']}  {r['source']:<10} {r['status']:<8} {r.get('attempts', 0):>2}  "
+            f"{r.get('type') or '-':<28} {r['id']}  {r.get('last_error', '')}".rstrip()
+        ),
+    )
     click.echo(f"{len(records)} event(s)", err=True)

@@ -6,6 +6,8 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from itertools import repeat
+from typing import TextIO
 
 import click
 import httpx
@@ -30,19 +32,25 @@ def _source(settings: Settings, name: str, provider: str | None = None) -> Sourc
     return source
 
 
+def _counts_text(counts: Counts | None) -> str:
+    if counts is None:
+        return ""
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.as_dict().items())
+
+
 @contextmanager
-def _progress(as_json: bool) -> Iterator[Callable[[Counts], None]]:
-    """A live status line on a terminal; nothing for --json or a pipe."""
-    live = not as_json and sys.stderr.isatty()
+def _progress(as_json: bool, stream: TextIO | None = None) -> Iterator[Callable[[Counts], None]]:
+    """A progress bar with the running counts, on a terminal; nothing for --json or a pipe.
 
-    def show(counts: Counts) -> None:
-        if live:
-            text = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.as_dict().items())
-            click.echo(f"\r{text}", nl=False, err=True)
-
-    yield show
-    if live:
-        click.echo("", err=True)
+    The providers' APIs give no total, so the bar pulses rather than fills."""
+    stream = stream or sys.stderr
+    if as_json or not stream.isatty():
+        yield lambda counts: None
+        return
+    with click.progressbar(
+        repeat(Counts()), label="replaying", file=stream, show_pos=True, item_show_func=_counts_text
+    ) as bar:
+        yield lambda counts: bar.update(1, counts)
 
 
 def _report(counts: Counts, as_json: bool) -> None:

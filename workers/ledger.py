@@ -23,6 +23,12 @@ return 0
 """
 
 
+def labels(job: Job) -> tuple[str, str, str]:
+    """Source, event id and type of a job, for log lines."""
+    meta = job.meta
+    return str(meta.get("source", "")), str(meta.get("event_id", "")), str(meta.get("type", ""))
+
+
 def keys_of(job: Job) -> Keys | None:
     prefix = job.meta.get("prefix")
     return Keys(str(prefix), job.origin) if prefix else None
@@ -41,6 +47,9 @@ def record(
     if status in {"done", "ignored", "stale", "dead"}:
         values["settled_at"] = time.time()
     args = [item for key, value in values.items() for item in (key, value)]
+    # EVAL with the text, not a registered script: in a pipeline, redis-py checks
+    # registered scripts with an extra SCRIPT EXISTS round trip on every execute, while
+    # Redis caches the compiled script by its text's hash anyway.
     pipe.eval(UPDATE_IF_PRESENT, 1, keys.event(source, event_id), *args)
     if outcome:
         pipe.hincrby(keys.stats(source), outcome, 1)

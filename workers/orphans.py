@@ -19,14 +19,9 @@ from typing import Any
 from rq.job import Job
 
 from app.logs import log_state
-from workers.ledger import record
+from workers.ledger import labels, record
 
 ORPHANED = "worker died during the attempt (AbandonedJobError)"
-
-
-def _labels(job: Job) -> tuple[str, str, str]:
-    meta = job.meta
-    return str(meta.get("source", "")), str(meta.get("event_id", "")), str(meta.get("type", ""))
 
 
 class WebhookJob(Job):
@@ -41,7 +36,7 @@ class WebhookJob(Job):
             record(pipeline, self, "retrying", "retried", last_error=ORPHANED)
             log_state(
                 "retry_scheduled",
-                *_labels(self),
+                *labels(self),
                 job_id=self.id,
                 delay=0,
                 retries_left=(self.retries_left or 1) - 1,
@@ -56,7 +51,7 @@ class WebhookJob(Job):
             record(pipeline, self, "dead", "dead_lettered", last_error=ORPHANED)
             log_state(
                 "dead_lettered",
-                *_labels(self),
+                *labels(self),
                 job_id=self.id,
                 permanent=False,
                 attempt=self.meta.get("attempts"),

@@ -32,7 +32,7 @@ from app.logs import log_state
 from app.settings import Settings
 from workers.budget import restore_budget, was_requeued
 from workers.job import DONE, IGNORED, STALE
-from workers.ledger import record
+from workers.ledger import labels, record
 from workers.orphans import WebhookJob
 
 MAX_ERROR_LENGTH = 500
@@ -48,11 +48,6 @@ def last_error(exc_string: str) -> str:
     lines = [line.strip() for line in exc_string.strip().splitlines() if line.strip()]
     text = lines[-1] if lines else "unknown error"
     return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "~"
-
-
-def _labels(job: Job) -> tuple[str, str, str]:
-    meta = job.meta
-    return str(meta.get("source", "")), str(meta.get("event_id", "")), str(meta.get("type", ""))
 
 
 class WebhookWorkerMixin(BaseWorker):
@@ -89,7 +84,7 @@ class WebhookWorkerMixin(BaseWorker):
         requeued = was_requeued(job)
         if requeued:
             restore_budget(job, self.settings)
-            log_state("requeued", *_labels(job), job_id=job.id, by="rq")
+            log_state("requeued", *labels(job), job_id=job.id, by="rq")
         job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
         job.meta["state"] = "running"
         with self.connection.pipeline(transaction=False) as pipe:
@@ -145,7 +140,7 @@ class WebhookWorkerMixin(BaseWorker):
             super().handle_job_success(job, queue, started_job_registry, execution)
         finally:
             self._settle = None
-        log_state(state, *_labels(job), job_id=job.id, attempt=job.meta.get("attempts"))
+        log_state(state, *labels(job), job_id=job.id, attempt=job.meta.get("attempts"))
 
     def handle_job_failure(
         self,
@@ -186,14 +181,14 @@ class WebhookWorkerMixin(BaseWorker):
         if retry:
             log_state(
                 "retry_scheduled",
-                *_labels(job),
+                *labels(job),
                 delay=delay,
                 retries_left=job.retries_left,
                 **fields,
             )
         else:
             log_state(
-                "dead_lettered", *_labels(job), permanent=bool(job.meta.get("permanent")), **fields
+                "dead_lettered", *labels(job), permanent=bool(job.meta.get("permanent")), **fields
             )
 
 

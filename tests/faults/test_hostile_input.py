@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from redis import Redis
 
 from app.keys import job_id_for
-from tests.faults.conftest import AUTH, send
-from tests.processes import Process, Stack, wait_http, wait_until
+from tests.conftest import AUTH
+from tests.processes import Process, Stack, send, wait_http, wait_until
 from tests.signers import CASES
 from workers.redis_server import RedisServer
 

@@ -13,8 +13,7 @@ from fastapi.testclient import TestClient
 from redis import Redis
 
 from app.settings import ConfigError, Settings
-from tests.faults.conftest import effects, send
-from tests.processes import Stack, wait_until
+from tests.processes import Stack, effects, send, wait_until
 from workers.redis_server import RedisServer
 
 

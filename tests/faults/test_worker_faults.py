@@ -15,8 +15,7 @@ from rq.job import Job
 
 from app.keys import job_id_for
 from tests.conftest import SECRET, event_body, sign
-from tests.faults.conftest import effects, send
-from tests.processes import Process, Stack, wait_until
+from tests.processes import Process, Stack, effects, send, wait_until
 from workers.redis_server import RedisServer
 
 LOAD_SECONDS = float(os.environ.get("FAULT_LOAD_SECONDS", "40"))
