@@ -23,6 +23,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis import Redis
 
+from app.batching import ScriptBatcher
 from app.jobhash import JOB_FUNCTION, JobHash
 from app.keys import RQ_QUEUES_SET, Keys, job_id_for
 from app.providers import Delivery
@@ -194,7 +195,7 @@ class AsyncIntake(Intake):
 
     def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
         super().__init__(settings)
-        self.claim_script = redis.register_script(self.claim_lua)
+        self.claim = ScriptBatcher(redis, self.claim_lua)
         self.enqueue_script = redis.register_script(ENQUEUE_ONLY)
 
     async def claim_and_enqueue(
@@ -202,7 +203,7 @@ class AsyncIntake(Intake):
     ) -> Claim:
         """Raises `redis.RedisError` when Redis cannot take the event; then nothing is kept."""
         job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
-        if await self.claim_script(keys=keys, args=args):
+        if await self.claim(keys, args):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":
             return Claim(accepted=False, job_id=job_id)

@@ -1,0 +1,80 @@
+"""Concurrent claims share one pipeline per event-loop tick, each with its own answer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis import Redis
+from rq import Queue
+
+from app.batching import ScriptBatcher
+from app.intake import AsyncIntake
+from app.providers import Delivery
+from app.settings import Settings
+
+
+def claims(settings: Settings, event_ids: list[str], cancel: int | None = None) -> list[Any]:
+    """Claim every id concurrently, as concurrent requests would; cancel one if asked."""
+
+    async def run() -> list[Any]:
+        client = aioredis.Redis.from_url(settings.redis_url)
+        intake = AsyncIntake(settings, client)
+        source = settings.sources["inbound"]
+        try:
+            tasks = [
+                asyncio.ensure_future(
+                    intake.claim_and_enqueue(
+                        source, Delivery(i, "order.created"), b'{"id": "%s"}' % i.encode(), 1.0
+                    )
+                )
+                for i in event_ids
+            ]
+            if cancel is not None:
+                tasks[cancel].cancel()
+            return await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(run())
+
+
+def test_concurrent_claims_go_out_as_one_batch_with_an_answer_each(
+    make_settings: Callable[..., Settings], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch_sizes: list[int] = []
+    send = ScriptBatcher.send
+
+    async def counted(self: ScriptBatcher, batch: list[Any]) -> list[Any]:
+        batch_sizes.append(len(batch))
+        return await send(self, batch)
+
+    settings = make_settings()
+    claims(settings, ["warm-up"])  # loads the script, so no NOSCRIPT resend below
+    monkeypatch.setattr(ScriptBatcher, "send", counted)
+    results = claims(settings, [f"e{n}" for n in range(20)] + ["e0", "e1"])
+    assert batch_sizes == [22]  # one pipeline, one round trip
+    assert [r.accepted for r in results] == [True] * 20 + [False, False]
+    assert len(Queue("webhooks", connection=redis)) == 21
+
+
+def test_a_flushed_script_cache_is_reloaded_and_the_batch_resent(
+    make_settings: Callable[..., Settings], redis: Redis
+) -> None:
+    settings = make_settings()
+    claims(settings, ["a"])
+    redis.script_flush()  # as after a Redis restart
+    results = claims(settings, ["b", "c"])
+    assert [r.accepted for r in results] == [True, True]
+    assert len(Queue("webhooks", connection=redis)) == 3
+
+
+def test_a_cancelled_request_does_not_disturb_the_others_in_its_batch(
+    make_settings: Callable[..., Settings], redis: Redis
+) -> None:
+    results = claims(make_settings(), ["x", "y", "z"], cancel=1)
+    assert isinstance(results[1], asyncio.CancelledError)
+    assert results[0].accepted and results[2].accepted
