@@ -1,14 +1,15 @@
 """The ASGI application (`app.main:app`).
 
 Settings are read when the app starts, not when this module is imported, so tests build
-their own app with `create_app(settings)`. A configuration error stops startup with a
-message naming the variable.
+their own app with `create_app(settings)`. A configuration error stops startup with one
+line naming the variable (uvicorn prints it), not a traceback.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
@@ -24,7 +25,7 @@ from app.logs import configure_logging, logger
 from app.metrics import REJECTED
 from app.receiver import Receiver
 from app.routes import receive_webhook, router
-from app.settings import Settings
+from app.settings import ConfigError, Settings
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
@@ -94,4 +95,44 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+Scope = dict[str, Any]
+Receive = Any
+Send = Any
+
+
+class Application:
+    """`app.main:app`: reads the settings when uvicorn starts it (its lifespan), then serves
+    the app built from them. A `ConfigError` fails the startup with its one-line message."""
+
+    def __init__(self) -> None:
+        self.app: FastAPI | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.app is None:
+            if scope["type"] == "lifespan":
+                first = await receive()
+                try:
+                    self.app = create_app(Settings.load())
+                except ConfigError as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                receive = _replay(first, receive)
+            else:  # uvicorn --lifespan off: build on the first request
+                self.app = create_app(Settings.load())
+        await self.app(scope, receive, send)
+
+
+def _replay(first: dict[str, Any], receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return first
+        return await receive()
+
+    return replayed
+
+
+app = Application()

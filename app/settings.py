@@ -10,16 +10,11 @@ values in.
 
 from __future__ import annotations
 
-import os
-import re
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from dotenv import dotenv_values
-from pydantic import Field, SecretStr, field_validator
-from pydantic.fields import FieldInfo
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -27,48 +22,30 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-PROVIDERS = ("hmac", "stripe", "github", "shopify", "slack", "paddle", "standard")
-PER_SOURCE_PREFIXES = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
-_SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-# The seed articles' single-secret variable belongs to the default source.
-LEGACY_SOURCE = "inbound"
+from app.sources import (
+    PROVIDERS,
+    ConfigError,
+    Defaults,
+    PerSourceVariables,
+    SourceConfig,
+    check_not_placeholder,
+    env_suffix,
+    resolve_sources,
+)
+
+__all__ = ["PROVIDERS", "ConfigError", "Settings", "SourceConfig", "env_suffix"]
+
+MIN_REPLAY_TOKEN_LENGTH = 32
 
 
-class ConfigError(Exception):
-    """The configuration cannot run; the message names the variable to fix."""
-
-
-@dataclass(frozen=True, slots=True)
-class SourceConfig:
-    name: str
-    provider: str
-    secrets: tuple[SecretStr, ...]
-    tolerance: int
-    dedupe_ttl: int
-
-
-def env_suffix(source: str) -> str:
-    """`billing-eu` -> `BILLING_EU`, the suffix of that source's variables."""
-    return source.upper().replace("-", "_")
-
-
-class _PerSourceVariables(PydanticBaseSettingsSource):
-    """Gathers the per-source variables from the environment and the `.env` file."""
-
-    def __init__(self, settings_cls: type[BaseSettings], env_file: Path | None) -> None:
-        super().__init__(settings_cls)
-        self.env_file = env_file
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        found: dict[str, str] = {}
-        if self.env_file is not None and self.env_file.is_file():
-            found.update({k: v for k, v in dotenv_values(self.env_file).items() if v is not None})
-        found.update(os.environ)
-        picked = {k: v for k, v in found.items() if k.startswith(PER_SOURCE_PREFIXES)}
-        return {"per_source": picked} if picked else {}
+def one_line(error: ValidationError) -> str:
+    """A pydantic error as one line per setting: the variable, what was expected; never the
+    value given (it may be a secret)."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False):
+        variable = str(item["loc"][0]).upper() if item["loc"] else "configuration"
+        parts.append(f"{variable}: {item['msg']}")
+    return "; ".join(parts)
 
 
 def _split_csv(value: object) -> object:
@@ -107,6 +84,9 @@ class Settings(BaseSettings):
     webhook_ledger_ttl: int = Field(30 * 86_400, ge=60)
     # "log-only" still enqueues what would be a duplicate (marked, logged, counted).
     webhook_dedupe_mode: Literal["enforce", "log-only"] = "enforce"
+    # Seconds from a request's arrival to its answer: when Redis has not confirmed the
+    # claim by then, the answer is 503 (Slack gives up at 3 s, GitHub at 10 s).
+    webhook_ack_timeout: float = Field(2.0, gt=0, le=30)
     # Enables POST /webhooks/{source}/replay for events whose signature no longer matches.
     webhook_replay_token: SecretStr | None = None
     stripe_api_key: SecretStr | None = None
@@ -128,7 +108,7 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The dotenv source knows the file in force, including a `_env_file=` override.
         env_file = getattr(dotenv_settings, "env_file", None)
-        per_source = _PerSourceVariables(
+        per_source = PerSourceVariables(
             settings_cls, Path(str(env_file)) if isinstance(env_file, str | Path) else None
         )
         return init_settings, env_settings, dotenv_settings, per_source, file_secret_settings
@@ -136,9 +116,46 @@ class Settings(BaseSettings):
     @classmethod
     def load(cls, **overrides: Any) -> Settings:
         """Read the environment and fail fast, naming the variable, when it cannot run."""
-        settings = cls(**overrides)
+        try:
+            settings = cls(**overrides)
+        except ValidationError as exc:
+            raise ConfigError(one_line(exc)) from None
         settings.sources  # noqa: B018 - resolving is the validation
+        settings._check_secrets()
         return settings
+
+    def _check_secrets(self) -> None:
+        for variable, secret in (
+            ("WEBHOOK_SIGNING_SECRET", self.webhook_signing_secret),
+            ("WEBHOOK_REPLAY_TOKEN", self.webhook_replay_token),
+            ("RQ_DASHBOARD_PASSWORD", self.rq_dashboard_password),
+            ("STRIPE_API_KEY", self.stripe_api_key),
+            ("GITHUB_TOKEN", self.github_token),
+        ):
+            if secret is not None:
+                check_not_placeholder(variable, secret.get_secret_value())
+        token = self.webhook_replay_token
+        if token is not None and len(token.get_secret_value()) < MIN_REPLAY_TOKEN_LENGTH:
+            raise ConfigError(
+                f"WEBHOOK_REPLAY_TOKEN must be at least {MIN_REPLAY_TOKEN_LENGTH} characters "
+                "(it lets its holder enqueue unsigned events); leave it empty to disable replay"
+            )
+
+    @field_validator(
+        "webhook_replay_token",
+        "webhook_signing_secret",
+        "rq_dashboard_password",
+        "stripe_api_key",
+        "github_token",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        # `WEBHOOK_REPLAY_TOKEN=` (an uncommented example line) means "off", never "empty
+        # token": an empty token would match a request that sends none.
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value.strip() if isinstance(value, str) else value
 
     _csv = field_validator("webhook_sources", "webhook_handlers", mode="before")(_split_csv)
 
@@ -165,58 +182,7 @@ class Settings(BaseSettings):
 
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:
-        resolved: dict[str, SourceConfig] = {}
-        if not self.webhook_sources:
-            raise ConfigError("WEBHOOK_SOURCES is empty: configure at least one source")
-        for entry in self.webhook_sources:
-            name, _, provider = entry.partition(":")
-            name, provider = name.strip(), (provider.strip() or name.strip())
-            if not _SOURCE_NAME.match(name):
-                raise ConfigError(
-                    f"WEBHOOK_SOURCES: {name!r} is not a valid source name "
-                    "(lowercase letters, digits, '-' and '_', at most 32 characters)"
-                )
-            if provider not in PROVIDERS:
-                raise ConfigError(
-                    f"WEBHOOK_SOURCES: source {name!r} names unknown provider {provider!r}; "
-                    f"known providers: {', '.join(PROVIDERS)}"
-                )
-            if name in resolved:
-                raise ConfigError(f"WEBHOOK_SOURCES: source {name!r} is listed twice")
-            resolved[name] = SourceConfig(
-                name=name,
-                provider=provider,
-                secrets=self._secrets_of(name),
-                tolerance=self._int_of("REPLAY_TOLERANCE_", name, self.replay_tolerance),
-                dedupe_ttl=self._int_of("WEBHOOK_DEDUPE_TTL_", name, self.webhook_dedupe_ttl),
-            )
-        return resolved
-
-    def _secrets_of(self, source: str) -> tuple[SecretStr, ...]:
-        variable = "WEBHOOK_SECRET_" + env_suffix(source)
-        raw = [self.per_source.get(variable, "")]
-        if source == LEGACY_SOURCE and self.webhook_signing_secret is not None:
-            raw.append(self.webhook_signing_secret.get_secret_value())
-        secrets = tuple(
-            SecretStr(part.strip()) for value in raw for part in value.split(",") if part.strip()
+        defaults = Defaults(
+            self.replay_tolerance, self.webhook_dedupe_ttl, self.webhook_signing_secret
         )
-        if not secrets:
-            hint = " (or WEBHOOK_SIGNING_SECRET)" if source == LEGACY_SOURCE else ""
-            raise ConfigError(
-                f"{variable}{hint} is not set: source {source!r} cannot verify signatures "
-                "without a secret"
-            )
-        return secrets
-
-    def _int_of(self, prefix: str, source: str, default: int) -> int:
-        variable = prefix + env_suffix(source)
-        value = self.per_source.get(variable)
-        if value is None or not value.strip():
-            return default
-        try:
-            number = int(value)
-        except ValueError:
-            raise ConfigError(f"{variable} must be a whole number of seconds") from None
-        if number < 1:
-            raise ConfigError(f"{variable} must be at least 1 second")
-        return number
+        return resolve_sources(self.webhook_sources, self.per_source, defaults)

@@ -44,7 +44,9 @@ def test_signed_events_flow_through_the_real_processes_exactly_once(
 
     # ...and once the cause is fixed, the dashboard's requeue button gets it done.
     redis.delete("fail:evt_flaky")
-    requeued = httpx.post(f"{dashboard.url}/job/{job_id}/requeue", auth=AUTH)
+    requeued = httpx.post(
+        f"{dashboard.url}/job/{job_id}/requeue", auth=AUTH, headers={"Origin": dashboard.url}
+    )
     assert requeued.json() == {"status": "OK"}
     wait_until(
         lambda: Job.fetch(job_id, connection=redis).meta.get("state") == "done",
@@ -55,14 +57,34 @@ def test_signed_events_flow_through_the_real_processes_exactly_once(
     assert '"state": "done"' in worker.output() and '"state": "requeued"' in worker.output()
 
 
-def test_the_web_process_refuses_to_start_without_a_secret(
-    redis_server: RedisServer, tmp_path: Path
+@pytest.mark.parametrize("name", ["web", "worker", "dashboard"])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WEBHOOK_SOURCES": "stripe:hmac"}, "WEBHOOK_SECRET_STRIPE is not set"),
+        (
+            {"WEBHOOK_SIGNING_SECRET": "replace-me-with-a-long-random-string"},
+            "WEBHOOK_SIGNING_SECRET is still the placeholder",
+        ),
+        ({"WEBHOOK_REPLAY_TOKEN": "too-short"}, "WEBHOOK_REPLAY_TOKEN must be at least 32"),
+        ({"RQ_DASHBOARD_PASSWORD": "replace-me"}, "RQ_DASHBOARD_PASSWORD is still the placeholder"),
+        ({"WEBHOOK_DEDUPE_TTL": "a-day"}, "WEBHOOK_DEDUPE_TTL: Input should be a valid integer"),
+    ],
+    ids=["missing", "placeholder", "short-token", "dashboard-placeholder", "malformed"],
+)
+def test_every_process_refuses_a_bad_configuration_in_one_line(
+    redis_server: RedisServer, tmp_path: Path, name: str, env: dict[str, str], message: str
 ) -> None:
-    process = start(
-        "web",
-        {"PORT": str(free_port()), "REDIS_URL": redis_server.url, "WEBHOOK_SOURCES": "stripe:hmac"},
-        tmp_path,
-    )
+    base = {
+        "PORT": str(free_port()),
+        "REDIS_URL": redis_server.url,
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "RQ_DASHBOARD_USERNAME": AUTH[0],
+        "RQ_DASHBOARD_PASSWORD": AUTH[1],
+    }
+    process = start(name, {**base, **env}, tmp_path)
     assert process.popen.wait(30) != 0
-    assert "WEBHOOK_SECRET_STRIPE is not set" in process.output()
-    assert SECRET not in process.output()
+    output = process.output()
+    assert [line for line in output.splitlines() if message in line], output
+    assert "Traceback" not in output and SECRET not in output
+    assert "replace-me" not in output.replace("is still the placeholder", "")

@@ -12,7 +12,7 @@ from redis import Redis
 from rq import Queue
 
 from app.keys import job_id_for
-from app.settings import Settings
+from app.settings import ConfigError, Settings
 from tests.conftest import event_body
 from tests.test_metrics import value
 
@@ -67,5 +67,5 @@ def test_enforce_mode_enqueues_nothing_for_a_duplicate(
 
 
 def test_an_unknown_dedupe_mode_is_refused(make_settings: Callable[..., Settings]) -> None:
-    with pytest.raises(ValueError, match="enforce"):
+    with pytest.raises(ConfigError, match=r"^WEBHOOK_DEDUPE_MODE: .*'enforce' or 'log-only'"):
         make_settings(webhook_dedupe_mode="sometimes")

@@ -208,6 +208,10 @@ def test_ledger_replay_can_select_by_status(dead_and_done: Settings, redis: Redi
     assert Queue("webhooks", connection=redis).job_ids == [job_id_for("inbound", "evt_dead")]
 
 
+TOKEN = "replay-token-0123456789abcdef-0001"
+OTHER_TOKEN = "replay-token-0123456789abcdef-0002"
+
+
 def test_the_replay_endpoint_is_absent_unless_a_token_is_configured(
     make_client: Callable[..., TestClient], redis: Redis
 ) -> None:
@@ -218,16 +222,30 @@ def test_the_replay_endpoint_is_absent_unless_a_token_is_configured(
     assert response.status_code == 404
 
 
+@pytest.mark.parametrize("token", ["", "   "])
+def test_an_empty_replay_token_disables_the_endpoint_instead_of_opening_it(
+    make_client: Callable[..., TestClient], redis: Redis, token: str
+) -> None:
+    # `WEBHOOK_REPLAY_TOKEN=` is what uncommenting the line of .env.example gives.
+    client = make_client(webhook_replay_token=token)
+    for headers in ({}, {"X-Replay-Token": ""}, {"X-Replay-Token": token}):
+        response = client.post(
+            "/webhooks/inbound/replay", content=b'{"id": "e", "type": "t"}', headers=headers
+        )
+        assert response.status_code == 404
+    assert redis.dbsize() == 0
+
+
 def test_the_replay_endpoint_needs_the_token_and_dedupes(
     make_client: Callable[..., TestClient], redis: Redis
 ) -> None:
-    client = make_client(webhook_replay_token="replay-token-1")
+    client = make_client(webhook_replay_token=TOKEN)
     body = b'{"id": "evt_r", "type": "order.created", "re": "serialised"}'
     wrong = client.post(
-        "/webhooks/inbound/replay", content=body, headers={"X-Replay-Token": "replay-token-2"}
+        "/webhooks/inbound/replay", content=body, headers={"X-Replay-Token": OTHER_TOKEN}
     )
     assert wrong.status_code == 401
-    headers = {"X-Replay-Token": "replay-token-1"}
+    headers = {"X-Replay-Token": TOKEN}
     first = client.post("/webhooks/inbound/replay", content=body, headers=headers)
     again = client.post("/webhooks/inbound/replay", content=body, headers=headers)
     assert first.json() == {"status": "accepted", "id": "evt_r"}
@@ -242,13 +260,13 @@ def test_the_replay_endpoint_takes_the_event_id_from_a_header_for_header_id_prov
     client = make_client(
         webhook_sources="github",
         per_source={"WEBHOOK_SECRET_GITHUB": "g"},
-        webhook_replay_token="t",
+        webhook_replay_token=TOKEN,
     )
     response = client.post(
         "/webhooks/github/replay",
         content=b'{"action": "opened"}',
         headers={
-            "X-Replay-Token": "t",
+            "X-Replay-Token": TOKEN,
             "X-Replay-Event-Id": "guid-1",
             "X-Replay-Event-Type": "pull_request",
         },

@@ -8,6 +8,8 @@ import pytest
 
 from app.settings import ConfigError, Settings
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def load(**values: object) -> Settings:
     return Settings.load(_env_file=None, **values)
@@ -99,3 +101,48 @@ def test_every_provider_settings_accept_has_a_verifier() -> None:
     from app.settings import PROVIDERS
 
     assert set(PROVIDERS) == set(VERIFIERS)
+
+
+@pytest.mark.parametrize("token", ["", "  "])
+def test_an_empty_replay_token_means_replay_is_off(token: str) -> None:
+    assert load(webhook_signing_secret="s", webhook_replay_token=token).webhook_replay_token is None
+
+
+def test_a_short_replay_token_stops_startup_naming_the_variable() -> None:
+    with pytest.raises(ConfigError, match="WEBHOOK_REPLAY_TOKEN must be at least 32"):
+        load(webhook_signing_secret="s", webhook_replay_token="x" * 31)
+
+
+def env_example_placeholders() -> list[tuple[str, str]]:
+    """Every secret-looking value of .env.example, commented out or not."""
+    found = []
+    for line in (ROOT / ".env.example").read_text().splitlines():
+        name, equals, value = line.lstrip("# ").partition("=")
+        secret = name.startswith("WEBHOOK_SECRET_") or name.endswith(
+            ("_SECRET", "_PASSWORD", "_TOKEN", "_API_KEY")
+        )
+        if equals and value and secret:
+            found.append((name, value))
+    return found
+
+
+@pytest.mark.parametrize(("variable", "value"), env_example_placeholders())
+def test_every_placeholder_of_env_example_stops_startup_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", "a-real-secret")
+    if variable.startswith("WEBHOOK_SECRET_"):
+        source = variable.removeprefix("WEBHOOK_SECRET_").lower()
+        monkeypatch.setenv("WEBHOOK_SOURCES", f"inbound:hmac,{source}:hmac")
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=f"^{variable} is still the placeholder") as error:
+        load()
+    assert value not in str(error.value)
+
+
+def test_a_malformed_setting_is_one_line_naming_the_variable_without_its_value() -> None:
+    with pytest.raises(ConfigError) as error:
+        load(webhook_signing_secret="s", webhook_dedupe_ttl="soon-ish")
+    message = str(error.value)
+    assert message.startswith("WEBHOOK_DEDUPE_TTL:") and "\n" not in message
+    assert "soon-ish" not in message

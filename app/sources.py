@@ -1,0 +1,151 @@
+"""The configured sources: `WEBHOOK_SOURCES` and the variables named after each source.
+
+Per-source variables (`WEBHOOK_SECRET_<NAME>`, `REPLAY_TOLERANCE_<NAME>`,
+`WEBHOOK_DEDUPE_TTL_<NAME>`) have names that depend on `WEBHOOK_SOURCES`, so a custom
+settings source gathers them into `Settings.per_source`, and `resolve_sources` turns each
+configured source into a `SourceConfig`. A missing secret is a `ConfigError` that names the
+variable: never an open door.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+from pydantic import SecretStr
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+PROVIDERS = ("hmac", "stripe", "github", "shopify", "slack", "paddle", "standard")
+PER_SOURCE_PREFIXES = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
+_SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# The seed articles' single-secret variable belongs to the default source.
+LEGACY_SOURCE = "inbound"
+# The placeholders of .env.example: `replace-me...`, `whsec_...`, `whsec_<base64>`. A secret
+# left at one of them is public knowledge, so it stops startup like a missing one.
+_PLACEHOLDER = re.compile(r"replace-me.*|.*\.\.\.|.*<[a-z0-9 _-]+>", re.IGNORECASE)
+
+
+class ConfigError(Exception):
+    """The configuration cannot run; the message names the variable to fix."""
+
+
+def check_not_placeholder(variable: str, value: str) -> None:
+    if _PLACEHOLDER.fullmatch(value.strip()):
+        raise ConfigError(
+            f"{variable} is still the placeholder from .env.example: set a real secret"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SourceConfig:
+    name: str
+    provider: str
+    secrets: tuple[SecretStr, ...]
+    tolerance: int
+    dedupe_ttl: int
+
+
+def env_suffix(source: str) -> str:
+    """`billing-eu` -> `BILLING_EU`, the suffix of that source's variables."""
+    return source.upper().replace("-", "_")
+
+
+class PerSourceVariables(PydanticBaseSettingsSource):
+    """Gathers the per-source variables from the environment and the `.env` file."""
+
+    def __init__(self, settings_cls: type[BaseSettings], env_file: Path | None) -> None:
+        super().__init__(settings_cls)
+        self.env_file = env_file
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found: dict[str, str] = {}
+        if self.env_file is not None and self.env_file.is_file():
+            found.update({k: v for k, v in dotenv_values(self.env_file).items() if v is not None})
+        found.update(os.environ)
+        picked = {k: v for k, v in found.items() if k.startswith(PER_SOURCE_PREFIXES)}
+        return {"per_source": picked} if picked else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """What a source inherits when it sets nothing of its own."""
+
+    tolerance: int
+    dedupe_ttl: int
+    legacy_secret: SecretStr | None
+
+
+def resolve_sources(
+    entries: list[str], per_source: Mapping[str, str], defaults: Defaults
+) -> dict[str, SourceConfig]:
+    resolved: dict[str, SourceConfig] = {}
+    if not entries:
+        raise ConfigError("WEBHOOK_SOURCES is empty: configure at least one source")
+    for entry in entries:
+        name, _, provider = entry.partition(":")
+        name, provider = name.strip(), (provider.strip() or name.strip())
+        if not _SOURCE_NAME.match(name):
+            raise ConfigError(
+                f"WEBHOOK_SOURCES: {name!r} is not a valid source name "
+                "(lowercase letters, digits, '-' and '_', at most 32 characters)"
+            )
+        if provider not in PROVIDERS:
+            raise ConfigError(
+                f"WEBHOOK_SOURCES: source {name!r} names unknown provider {provider!r}; "
+                f"known providers: {', '.join(PROVIDERS)}"
+            )
+        if name in resolved:
+            raise ConfigError(f"WEBHOOK_SOURCES: source {name!r} is listed twice")
+        resolved[name] = SourceConfig(
+            name=name,
+            provider=provider,
+            secrets=_secrets_of(name, per_source, defaults.legacy_secret),
+            tolerance=_int_of("REPLAY_TOLERANCE_", name, per_source, defaults.tolerance),
+            dedupe_ttl=_int_of("WEBHOOK_DEDUPE_TTL_", name, per_source, defaults.dedupe_ttl),
+        )
+    return resolved
+
+
+def _secrets_of(
+    source: str, per_source: Mapping[str, str], legacy: SecretStr | None
+) -> tuple[SecretStr, ...]:
+    variable = "WEBHOOK_SECRET_" + env_suffix(source)
+    given = [(variable, per_source.get(variable, ""))]
+    if source == LEGACY_SOURCE and legacy is not None:
+        given.append(("WEBHOOK_SIGNING_SECRET", legacy.get_secret_value()))
+    secrets = []
+    for name, value in given:
+        for part in value.split(","):
+            if part.strip():
+                check_not_placeholder(name, part)
+                secrets.append(SecretStr(part.strip()))
+    if not secrets:
+        hint = " (or WEBHOOK_SIGNING_SECRET)" if source == LEGACY_SOURCE else ""
+        raise ConfigError(
+            f"{variable}{hint} is not set: source {source!r} cannot verify signatures "
+            "without a secret"
+        )
+    return tuple(secrets)
+
+
+def _int_of(prefix: str, source: str, per_source: Mapping[str, str], default: int) -> int:
+    variable = prefix + env_suffix(source)
+    value = per_source.get(variable)
+    if value is None or not value.strip():
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigError(f"{variable} must be a whole number of seconds") from None
+    if number < 1:
+        raise ConfigError(f"{variable} must be at least 1 second")
+    return number
