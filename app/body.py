@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from starlette.requests import Request
 
 from app.errors import BodyTooLarge, InvalidPayload
+
+# After refusing a body, read and discard up to this much more of it (and for this long)
+# before answering. Many clients write the whole body before they read, and a server that
+# closes on unread input makes the kernel send a reset: the client then sees a broken
+# connection instead of the 413, and retries what can never succeed.
+DRAIN_BYTES = 32 * 1024 * 1024
+DRAIN_SECONDS = 10.0
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -18,12 +27,32 @@ async def read_body(request: Request, limit: int) -> bytes:
         if not declared.strip().isdigit():
             raise InvalidPayload("malformed Content-Length header")
         if int(declared) > limit:
+            await _discard_rest(request, int(declared))
             raise BodyTooLarge(f"body larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
+            await _discard_rest(request, None)
             raise BodyTooLarge(f"body larger than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+async def _discard_rest(request: Request, declared: int | None) -> None:
+    """Read what the client is still sending, without keeping it, within a bound."""
+    if "100-continue" in request.headers.get("expect", "").lower():
+        return  # it waits for our answer before sending: reading would invite the body
+    if declared is not None and declared > DRAIN_BYTES:
+        return  # too much to swallow: the client gets a reset rather than our bandwidth
+    discarded = 0
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            while discarded <= DRAIN_BYTES:
+                message = await request.receive()
+                discarded += len(message.get("body", b""))
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return

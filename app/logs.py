@@ -57,8 +57,14 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.propagate = False
 
 
+# A type is kept whole for dispatch, but a log line shows at most this much of it.
+MAX_LOGGED_TYPE = 200
+
+
 def log_state(state: str, source: str, event_id: str, event_type: str, **fields: Any) -> None:
     level = logging.WARNING if state in {"rejected", "dead_lettered"} else logging.INFO
+    if len(event_type) > MAX_LOGGED_TYPE:
+        event_type = f"{event_type[:MAX_LOGGED_TYPE]}… ({len(event_type)} characters)"
     logger.log(
         level,
         state,

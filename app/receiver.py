@@ -6,6 +6,7 @@ Kept apart from the HTTP layer so the route stays a few lines and the order of t
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, ren
 from app.providers import Delivery, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from, parse_json_object
 from app.settings import Settings, SourceConfig
+
+# The least time a request may wait for Redis, however long its upload took.
+MIN_WAIT = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +98,21 @@ class Receiver:
         started: float,
     ) -> Outcome:
         source_name = source.name
+        # The wait for Redis ends at the acknowledgement deadline, counted from the
+        # request's arrival; never cut below a floor, so a slow upload still gets its try.
+        wait = max(self.settings.webhook_ack_timeout - (time.perf_counter() - started), MIN_WAIT)
         try:
-            claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at)
+            async with asyncio.timeout(wait):
+                claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at)
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"
             ) from exc
+        except TimeoutError:
+            # The claim may still land; the provider's retry is then a duplicate with one job.
+            raise QueueUnavailable(
+                "queue did not confirm within WEBHOOK_ACK_TIMEOUT; retry later"
+            ) from None
         status = "accepted" if claim.accepted else "duplicate"
         elapsed = time.perf_counter() - started
         RECEIVED.labels(source_name, status).inc()
@@ -128,6 +141,7 @@ class Receiver:
 
     async def ready(self) -> bool:
         try:
-            return bool(await self.redis.ping())
-        except RedisError:
+            async with asyncio.timeout(self.settings.webhook_ack_timeout):
+                return bool(await self.redis.ping())
+        except (RedisError, TimeoutError):
             return False

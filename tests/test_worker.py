@@ -103,6 +103,25 @@ def test_the_handler_gets_the_parsed_payload_the_raw_bytes_and_attempt_one(
     assert before - 1 <= seen["received_at"] <= time.time()
 
 
+@pytest.mark.parametrize(
+    "event_type",
+    ["order." + "x" * 300, "order.\x1b[31mred\x07", "order.\u202eevil", "\u00e9v\u00e9nement"],
+    ids=["long", "control", "bidi", "accents"],
+)
+def test_an_odd_event_type_reaches_its_handler_unchanged(
+    settings: Settings,
+    deliver: Callable[..., str],
+    run_worker: RunWorker,
+    redis: Redis,
+    event_type: str,
+) -> None:
+    handler("inbound", event_type)(record(settings.redis_url))
+    job_id = deliver("evt_odd", event_type=event_type)
+    run_worker(settings)
+    assert json.loads(redis.lindex("seen:evt_odd", 0) or b"{}")["type"] == event_type
+    assert Job.fetch(job_id, connection=redis).meta["state"] == "done"
+
+
 def test_an_event_without_a_handler_settles_as_ignored(
     settings: Settings, deliver: Callable[..., str], run_worker: RunWorker, redis: Redis
 ) -> None:
@@ -246,7 +265,11 @@ def test_requeue_from_the_dashboard_restores_the_full_retry_budget(
 ) -> None:
     job_id = dead_after_full_budget(settings, deliver, run_worker, redis, "evt_7")
     dashboard = create_dashboard(settings).test_client()
-    response = dashboard.post(endpoint.format(job_id=job_id), auth=("ops", "dashboard-password"))
+    response = dashboard.post(
+        endpoint.format(job_id=job_id),
+        auth=("ops", "dashboard-password"),
+        headers={"Origin": "http://localhost"},
+    )
     assert response.status_code == 200
     assert Queue("webhooks", connection=redis).job_ids == [job_id]
     run_worker(settings)

@@ -22,7 +22,6 @@ from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
 from app.settings import SourceConfig
 
 MAX_EVENT_ID_LENGTH = 256
-MAX_EVENT_TYPE_LENGTH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +77,15 @@ def parse_hex(value: str) -> bytes | None:
         return None
 
 
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def parse_json_object(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, parsed strictly: `NaN` and `Infinity` are not JSON (Python's
+    parser accepts them, and a `NaN` timestamp compares false with every bound)."""
     try:
-        payload = json.loads(body)
+        payload = json.loads(body, parse_constant=_not_json)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidPayload("body is not valid JSON") from None
     if not isinstance(payload, dict):
@@ -101,10 +106,14 @@ def event_id_from(value: object, where: str) -> str:
 
 
 def event_type_from(value: object) -> str:
-    """The event type, or "" when the sender gave none (only "*" handlers then match)."""
-    if not isinstance(value, str) or len(value) > MAX_EVENT_TYPE_LENGTH or not value.isprintable():
-        return ""
-    return value
+    """The event type exactly as the sender gave it, or "" when it gave none (only "*"
+    handlers then match). Never shortened or cleaned here: dispatch needs the real type,
+    and every place that displays it escapes it (`display_label` for RQ's description)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return ""
 
 
 def check_body_timestamp(payload: Mapping[str, Any], tolerance: int, now: float) -> None:
