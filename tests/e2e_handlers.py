@@ -43,3 +43,12 @@ def slow(event: Event) -> None:
 def hostile(event: Event) -> None:
     # A careless handler that echoes payload text into its error, as real ones do.
     raise ValueError(f"cannot parse {event.payload.get('note')}")
+
+
+# A type that is itself markup: dispatch needs it exactly, every page must show it as text.
+HOSTILE_TYPE = "order.<img src=x onerror=\"window.__xss='type'\">"
+
+
+@handler("inbound", HOSTILE_TYPE)
+def hostile_type(event: Event) -> None:
+    raise ValueError(f"cannot parse {event.payload.get('note')}")

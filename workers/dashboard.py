@@ -1,38 +1,25 @@
 """rq-dashboard, as the `dashboard:` Procfile line serves it.
 
-Three things differ from `rq-dashboard` run bare:
+What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
 - HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`);
-- the job page's JSON has its strings HTML-escaped, because that page inserts description,
-  metadata and exception text into the DOM unescaped, and all three can carry text that a
-  provider or a handler's exception put there.
+- every page shows provider-controlled text as text, actions must be same-origin POSTs, and
+  jobs that have not run cannot be deleted (`workers/dashboard_guard.py`).
 """
 
 from __future__ import annotations
 
 import hmac
-import html
-import json
-from typing import Any
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from rq_dashboard.cli import make_flask_app
 from rq_dashboard.web import setup_rq_connection
 
+from app.logs import configure_logging
 from app.settings import ConfigError, Settings
+from workers.dashboard_guard import ActionGuard, EscapingLoader
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
-ESCAPED_ENDPOINTS = {"rq_dashboard.job_info"}
-
-
-def _escape(value: Any) -> Any:
-    if isinstance(value, str):
-        return html.escape(value)
-    if isinstance(value, list):
-        return [_escape(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _escape(v) for k, v in value.items()}
-    return value
 
 
 def create_dashboard(settings: Settings) -> Flask:
@@ -53,6 +40,13 @@ def create_dashboard(settings: Settings) -> Flask:
     app.config["RQ_DASHBOARD_REDIS_URL"] = settings.redis_url
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
     setup_rq_connection(app)
+    app.jinja_env.loader = EscapingLoader(app.jinja_env.loader)  # type: ignore[arg-type]
+    # rq-dashboard keeps its connection on the app object.
+    guard = ActionGuard(
+        app,
+        settings.webhook_queue,
+        lambda: current_app.redis_conn,  # type: ignore[attr-defined]
+    )
 
     @app.before_request
     def require_login() -> Response | None:
@@ -63,15 +57,14 @@ def create_dashboard(settings: Settings) -> Flask:
         user_ok = hmac.compare_digest(given_user, expected_user)
         password_ok = hmac.compare_digest(given_password, expected_password)
         if auth is not None and user_ok and password_ok:
-            return None
+            return guard.check()
         return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
 
     @app.after_request
-    def escape_job_page(response: Response) -> Response:
-        if request.endpoint in ESCAPED_ENDPOINTS and response.is_json:
-            response.set_data(json.dumps(_escape(response.get_json())))
+    def harden(response: Response) -> Response:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
 
     return app
@@ -81,6 +74,7 @@ def run_dashboard(settings: Settings, host: str, port: int) -> None:
     # waitress, not Flask's development server: this page can requeue and delete events.
     import waitress
 
+    configure_logging()
     app = create_dashboard(settings)
     print(f"dashboard on http://{host}:{port}/", flush=True)
     waitress.serve(app, host=host, port=port, threads=4, ident="webhooks-dashboard")

@@ -1,0 +1,265 @@
+"""The dashboard in a real headless Chromium: hostile data on every page, and an attacker on
+another origin. Every id, type, payload, error, metadata value, queue and worker name below
+is markup that sets `window.__xss` if any page inserts it as HTML."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from redis import Redis
+from rq import Queue, Worker
+from rq.job import Job
+
+from app.keys import job_id_for
+from tests.conftest import AUTH
+from tests.e2e_handlers import HOSTILE_TYPE
+from tests.processes import Process, Stack, send, wait_http, wait_until
+from workers.redis_server import RedisServer
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+
+
+def markup(tag: str) -> str:
+    """Markup in three contexts (element, attribute, script) that records `tag` if it runs."""
+    return (
+        f'"><img src=x onerror="window.__xss=\'{tag}\'">'
+        f"<svg onload=\"window.__xss='{tag}'\"></svg>"
+        f"</script><script>window.__xss='{tag}'</script>"
+        f"' onmouseover='window.__xss=\"{tag}\"'"
+    )
+
+
+DEAD_ID, RUNNING_ID = markup("dead-id"), markup("running-id")
+NOTE = markup("payload")
+QUEUE = markup("queue").replace("/", "")  # RQ keys hold the name; keep it URL-safe enough
+WORKER = markup("worker")
+INJECTED = "img[onerror], svg[onload], [onmouseover], #job-data script, tbody script"
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        reason = "chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def document_status(driver: object, url: str) -> int | None:
+    """The HTTP status of the last page load of `url`, from Chrome's network log."""
+    import json
+
+    status = None
+    for entry in driver.get_log("performance"):  # type: ignore[attr-defined]
+        message = json.loads(entry["message"])["message"]
+        response = message.get("params", {}).get("response", {})
+        if message["method"] == "Network.responseReceived" and response.get("url") == url:
+            status = int(response["status"])
+    return status
+
+
+def log_in(driver: object) -> None:
+    """Sends the login with every request, to any origin: what a browser that cached the
+    dashboard's Basic credentials does, and the strongest position for an attacker page."""
+    token = base64.b64encode(":".join(AUTH).encode()).decode()
+    driver.execute_cdp_cmd("Network.enable", {})  # type: ignore[attr-defined]
+    driver.execute_cdp_cmd(  # type: ignore[attr-defined]
+        "Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}}
+    )
+
+
+def plant_hostile_rq_data(redis: Redis) -> dict[str, str]:
+    """Jobs in every registry of a queue with a hostile name, and a hostile worker."""
+    queue = Queue(QUEUE, connection=redis)
+
+    def job(tag: str, **options: object) -> Job:
+        return queue.enqueue_call(
+            "tests.e2e_handlers.count",
+            args=(markup(f"{tag}-arg"),),
+            description=markup(f"{tag}-description"),
+            meta={"note": markup(f"{tag}-meta")},
+            **options,
+        )
+
+    queued = job("queued")
+    job("deferred", depends_on=queued)
+    canceled = job("canceled")
+    canceled.cancel()
+    from datetime import timedelta
+
+    queue.enqueue_in(
+        timedelta(hours=1),
+        "tests.e2e_handlers.count",
+        markup("scheduled-arg"),
+        description=markup("scheduled-description"),
+    )
+    Worker([queue], connection=redis, name=WORKER).register_birth()
+    return {"queued": queued.id, "canceled": canceled.id}
+
+
+class AttackerPage(BaseHTTPRequestHandler):
+    """Another origin's page that fires every state-changing request it can at the dashboard."""
+
+    dashboard = ""
+    dead_job = ""
+
+    def do_GET(self) -> None:
+        d, job = self.dashboard, self.dead_job
+        page = f"""<!doctype html><html><body>
+        <img src="{d}/requeue/webhooks">
+        <img src="{d}/job/{job}/requeue">
+        <iframe name="sink"></iframe>
+        <form id="empty" method="post" action="{d}/queue/webhooks/failed/empty" target="sink">
+        </form>
+        <form id="delete" method="post" action="{d}/job/{job}/delete" target="sink"></form>
+        <script>
+          document.getElementById("empty").submit();
+          const post = {{method: "POST", mode: "no-cors", credentials: "include"}};
+          fetch("{d}/job/{job}/delete", post);
+          fetch("{d}/requeue/webhooks", post);
+          setTimeout(() => document.getElementById("delete").submit(), 300);
+          setTimeout(() => document.title = "fired", 1500);
+        </script></body></html>"""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(page.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def attacker() -> Iterator[tuple[str, type[AttackerPage]]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), AttackerPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # "localhost", not 127.0.0.1: another origin for the browser even on the same machine.
+    yield f"http://localhost:{server.server_address[1]}/", AttackerPage
+    server.shutdown()
+
+
+def assert_nothing_ran(driver: object, page: str) -> None:
+    time.sleep(0.3)  # let any injected handler fire
+    assert driver.execute_script("return window.__xss") is None, page  # type: ignore[attr-defined]
+    injected = driver.execute_script(  # type: ignore[attr-defined]
+        f"return document.querySelectorAll({INJECTED!r}).length"
+    )
+    assert injected == 0, page
+
+
+@pytest.mark.timeout(240)
+def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origins(
+    browser: object,
+    redis_server: RedisServer,
+    redis: Redis,
+    make_stack: Callable[..., Stack],
+    attacker: tuple[str, type[AttackerPage]],
+) -> None:
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="0")
+    web, dashboard = stack.start("web"), stack.start("dashboard")
+    worker: Process = stack.start("worker")
+    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+
+    # A dead letter: hostile id, type, payload and error message (the handler echoes it).
+    assert send(web.url, DEAD_ID, HOSTILE_TYPE, note=NOTE).status_code == 200
+    dead = job_id_for("inbound", DEAD_ID)
+    wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is not None, 30, "dead letter")
+    # A job running while the pages are open: the Workers page shows its call string.
+    assert send(web.url, RUNNING_ID, "order.slow", seconds=120, note=NOTE).status_code == 200
+    running = job_id_for("inbound", RUNNING_ID)
+    wait_until(lambda: redis.get(f"starts:{RUNNING_ID}") == b"1", 30, "the slow job to start")
+    planted = plant_hostile_rq_data(redis)
+
+    # Without a login the browser gets a 401 (and its login prompt), not the dashboard.
+    driver.get(dashboard.url + "/")
+    assert document_status(driver, dashboard.url + "/") == 401
+    assert "RQ" not in driver.page_source
+    log_in(driver)
+
+    q = quote(QUEUE, safe="")
+    pages = [
+        ("/", "onerror"),
+        ("/0/view/queues", "onerror"),
+        ("/0/view/workers", "onerror"),
+        ("/0/view/jobs", "queued jobs"),
+        ("/0/view/jobs/webhooks/failed/8/asc/1", "onerror"),
+        ("/0/view/jobs/webhooks/started/8/asc/1", "onerror"),
+        (f"/0/view/jobs/{q}/queued/8/asc/1", "onerror"),
+        (f"/0/view/jobs/{q}/deferred/8/asc/1", "onerror"),
+        (f"/0/view/jobs/{q}/scheduled/8/asc/1", "onerror"),
+        (f"/0/view/jobs/{q}/canceled/8/asc/1", "onerror"),
+        (f"/0/view/job/{dead}", "onerror"),
+        (f"/0/view/job/{running}", "onerror"),
+        (f"/0/view/job/{planted['queued']}", "onerror"),
+        (f"/0/view/job/{planted['canceled']}", "onerror"),
+    ]
+    for page, marker in pages:
+        driver.get(dashboard.url + page)
+        wait_until(
+            lambda m=marker: m in driver.find_element("tag name", "body").text,
+            20,
+            f"{page} to render",
+        )
+        assert_nothing_ran(driver, page)
+    # The hostile text is there, as text: the type, the payload note, the error message.
+    driver.get(f"{dashboard.url}/0/view/job/{dead}")
+    wait_until(lambda: "cannot parse" in driver.find_element("tag name", "body").text, 20, "job")
+    assert "window.__xss='payload'" in driver.find_element("tag name", "body").text
+    driver.get(f"{dashboard.url}/0/view/workers")
+    wait_until(lambda: "order.slow" in driver.find_element("tag name", "body").text, 20, "call")
+    shown = driver.find_element("tag name", "body").text
+    assert "onerror" in shown and "running-id" in shown and "worker'" in shown
+    driver.save_screenshot(str(dashboard.log.parent / "dashboard-workers.png"))
+
+    # An attacker's page on another origin fires every action it can: nothing happens.
+    url, page_class = attacker
+    page_class.dashboard, page_class.dead_job = dashboard.url, dead
+    driver.get(url)
+    wait_until(lambda: driver.title == "fired", 20, "the attacker's page to fire")
+    time.sleep(1)
+    assert redis.zscore("rq:failed:webhooks", dead) is not None
+    assert redis.exists(f"rq:job:{dead}") == 1
+    assert "dashboard action refused" in dashboard.output()
+    assert '"action": ' not in dashboard.output()
+
+    # From the dashboard's own page, the same action works.
+    driver.get(f"{dashboard.url}/0/view/jobs/webhooks/failed/8/asc/1")
+    wait_until(lambda: "onerror" in driver.find_element("tag name", "body").text, 20, "failed")
+    driver.find_element("css selector", "[data-role=requeue-job-btn]").click()
+    wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is None, 20, "the requeue")
+    assert '"action": "requeue"' in dashboard.output()
+    worker.stop()

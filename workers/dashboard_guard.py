@@ -1,0 +1,162 @@
+"""What makes rq-dashboard safe to put in front of operators: escaping, CSRF, destructive actions.
+
+rq-dashboard 0.9 has three holes this module closes:
+- Its pages build HTML with underscore templates whose `<%= %>` inserts text unescaped: job
+  ids, descriptions, call strings (the job's arguments), error messages, metadata, queue
+  and worker names. `EscapingLoader` rewrites every such template as it is loaded so that
+  each value goes through `<%- %>` (underscore's escaping form): every page, every value.
+- Its actions (requeue, delete, empty, compact) trust any request that carries the login,
+  and browsers attach a Basic login to cross-site requests by themselves: a page on
+  another origin could empty the dead letters, and requeue-all even answers GET, so an
+  `<img>` could trigger it. `check_action` accepts an action only as a POST from the
+  dashboard's own origin (Origin, or else Referer).
+- Emptying or deleting jobs that have not run yet deletes acknowledged events for good.
+  For the webhook queue, only settled jobs (failed, finished, canceled) can be deleted.
+Each accepted action writes one log line naming what it acts on and how many jobs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, request
+from jinja2 import BaseLoader, Environment
+from redis import Redis
+from rq import Queue
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from app.logs import logger
+
+_DIV_TEXT_HTML = re.compile(r"<%=\s*\$\('<div/>'\)\.text\((.+?)\)\.html\(\)\s*%>")
+_RAW = "<%="
+# Registries whose jobs have settled: deleting them loses no event that has not run.
+SETTLED = {"failed", "finished", "canceled"}
+SETTLED_STATUSES = {JobStatus.FAILED, JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.STOPPED}
+
+
+def escape_interpolations(source: str) -> str:
+    """Every `<%= x %>` of an underscore template becomes `<%- x %>`, which HTML-escapes x.
+
+    The two places that escaped by hand (`$('<div/>').text(x).html()`) are unwrapped first,
+    so their text is not escaped twice.
+    """
+    return _DIV_TEXT_HTML.sub(r"<%- \1 %>", source).replace(_RAW, "<%-")
+
+
+class EscapingLoader(BaseLoader):
+    """Serves rq-dashboard's templates with every underscore interpolation escaped."""
+
+    def __init__(self, inner: BaseLoader) -> None:
+        self.inner = inner
+
+    def get_source(
+        self, environment: Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
+        source, filename, uptodate = self.inner.get_source(environment, template)
+        if template.startswith("rq_dashboard/"):
+            source = escape_interpolations(source)
+        return source, filename, uptodate
+
+    def list_templates(self) -> list[str]:
+        return self.inner.list_templates()
+
+
+def action_endpoints(app: Flask) -> set[str]:
+    """The routes that change something: every one that accepts POST."""
+    return {
+        str(rule.endpoint) for rule in app.url_map.iter_rules() if "POST" in (rule.methods or ())
+    }
+
+
+def same_origin() -> bool:
+    """The request comes from a page of this dashboard (Origin, or else Referer)."""
+    sent = request.headers.get("Origin") or request.headers.get("Referer")
+    if not sent or sent == "null":
+        return False
+    return urlsplit(sent).netloc.lower() == request.host.lower()
+
+
+class ActionGuard:
+    def __init__(self, app: Flask, queue_name: str, connection: Callable[[], Redis]) -> None:
+        self.actions = action_endpoints(app)
+        self.queue_name = queue_name
+        self.connection = connection
+
+    def check(self) -> Response | None:
+        """Refuse an action that is not a same-origin POST, or that would lose events."""
+        if request.endpoint not in self.actions:
+            return None
+        if request.method != "POST":
+            return _refuse(405, "actions are POST only", {"Allow": "POST"})
+        if not same_origin():
+            return _refuse(403, "cross-origin request refused")
+        args = request.view_args or {}
+        name = str(request.endpoint).removeprefix("rq_dashboard.")
+        if name == "empty_queue":
+            return self._empty(str(args["queue_name"]), str(args["registry_name"]))
+        if name == "delete_job_view":
+            return self._delete(str(args["job_id"]))
+        if name == "requeue_all":
+            queue = Queue(str(args["queue_name"]), connection=self.connection())
+            count = queue.failed_job_registry.get_job_count(cleanup=False)
+            log_action("requeue_all", queue=queue.name, registry="failed", count=count)
+        elif name == "requeue_job_view":
+            log_action("requeue", job_id=str(args["job_id"]), count=1)
+        else:
+            log_action(name, **{k: str(v) for k, v in args.items()})
+        return None
+
+    def _empty(self, queue_name: str, registry: str) -> Response | None:
+        if queue_name == self.queue_name and registry not in SETTLED:
+            return _refuse(
+                403,
+                f"emptying {registry!r} of the webhook queue would delete acknowledged events "
+                "that have not run; only failed, finished and canceled can be emptied",
+            )
+        queue = Queue(queue_name, connection=self.connection())
+        count = queue.count if registry == "queued" else _registry_count(queue, registry)
+        log_action("empty", queue=queue_name, registry=registry, count=count)
+        return None
+
+    def _delete(self, job_id: str) -> Response | None:
+        try:
+            job = Job.fetch(job_id, connection=self.connection())
+        except NoSuchJobError:
+            return None  # rq-dashboard answers this itself
+        if job.origin == self.queue_name and job.get_status() not in SETTLED_STATUSES:
+            return _refuse(
+                403,
+                "this event has not settled; deleting it would lose an acknowledged event",
+            )
+        log_action("delete", queue=job.origin, job_id=job_id, count=1)
+        return None
+
+
+def _registry_count(queue: Queue, registry: str) -> int:
+    registries: dict[str, Any] = {
+        "failed": queue.failed_job_registry,
+        "finished": queue.finished_job_registry,
+        "canceled": queue.canceled_job_registry,
+        "started": queue.started_job_registry,
+        "scheduled": queue.scheduled_job_registry,
+        "deferred": queue.deferred_job_registry,
+    }
+    found = registries.get(registry)
+    return int(found.get_job_count(cleanup=False)) if found is not None else 0
+
+
+def log_action(action: str, **fields: Any) -> None:
+    user = request.authorization.username if request.authorization else None
+    logger.warning("dashboard action", extra={"action": action, "user": user, **fields})
+
+
+def _refuse(status: int, detail: str, headers: dict[str, str] | None = None) -> Response:
+    logger.warning(
+        "dashboard action refused",
+        extra={"endpoint": request.endpoint, "method": request.method, "status": status},
+    )
+    return Response(detail + "\n", status, headers, mimetype="text/plain")
