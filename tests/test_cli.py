@@ -131,3 +131,51 @@ def test_a_missing_secret_is_reported_by_name() -> None:
     result = webhooks("dead", "list")
     assert result.exit_code == 1
     assert "WEBHOOK_SECRET_INBOUND (or WEBHOOK_SIGNING_SECRET) is not set" in result.output
+
+
+# Terminal control sequences a provider (payload, type) or a handler (error) could plant:
+# clear the screen, set the window title, ring the bell, overwrite the line, reorder text.
+TERMINAL_ATTACKS = "\x1b[2J\x1b]0;owned\x07\r\x08\u202e"
+CONTROL_BYTES = ("\x1b", "\x07", "\r", "\x08", "\u202e")
+
+
+@pytest.fixture
+def hostile_dead_letter(
+    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
+) -> str:
+    harness = make_harness()
+    cli_env(harness.settings)
+
+    @handler("inbound", "*")
+    def echo(event: Event) -> None:
+        raise ValueError(f"bad note {event.payload['note']}")
+
+    harness.event("evt_term", "order." + TERMINAL_ATTACKS, note=TERMINAL_ATTACKS)
+    harness.drain()
+    return job_id_for("inbound", "evt_term")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dead", "list"],
+        ["dead", "list", "--group-by", "error"],
+        ["dead", "show", "JOB"],
+        ["events", "list"],
+        ["events", "show", "inbound", "evt_term"],
+    ],
+    ids=lambda c: " ".join(c),
+)
+def test_human_output_shows_control_characters_escaped(
+    hostile_dead_letter: str, command: list[str]
+) -> None:
+    result = webhooks(*[hostile_dead_letter if a == "JOB" else a for a in command])
+    assert result.exit_code == 0, result.output
+    assert not any(c in result.output for c in CONTROL_BYTES), repr(result.output)
+    assert "\\x1b[2J\\x1b]0;owned\\x07" in result.output
+
+
+def test_json_output_stays_exact(hostile_dead_letter: str) -> None:
+    shown = json.loads(webhooks("dead", "show", hostile_dead_letter, "--json").stdout)
+    assert shown["type"] == "order." + TERMINAL_ATTACKS
+    assert json.loads(shown["payload"])["note"] == TERMINAL_ATTACKS

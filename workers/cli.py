@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from app.settings import ConfigError
-from workers.cli_common import load_settings
+from workers.cli_common import CommandError, load_settings
 from workers.cli_dead import dead
 from workers.cli_events import events
 from workers.cli_replay import replay
@@ -29,7 +29,7 @@ def worker(burst: bool) -> None:
     try:
         run_worker(load_settings(), burst=burst)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
         pass
 
@@ -44,7 +44,7 @@ def dashboard(host: str, port: int) -> None:
     try:
         run_dashboard(load_settings(), host, port)
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
 
 @main.command()

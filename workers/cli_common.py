@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,12 +16,42 @@ from redis.exceptions import RedisError
 
 from app.settings import ConfigError, Settings
 
+# Terminal control: C0 and C1 controls, DEL, and the invisible or reordering format
+# characters (zero-width, bidi overrides). A payload or an error message holding ESC can
+# rewrite an operator's screen, set the window title, or hide text; BEL rings; CR overwrites.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_CONTROL_IN_BLOCK = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def cell(value: object) -> str:
+    """Text for one line of a terminal (a table cell, a field): every control escaped."""
+    return _CONTROL.sub(_escaped, str(value))
+
+
+def block(value: object) -> str:
+    """Text of several lines (a payload, a traceback): newlines and tabs kept, the rest escaped."""
+    return _CONTROL_IN_BLOCK.sub(_escaped, str(value))
+
+
+class CommandError(click.ClickException):
+    """An error for the terminal; its message may quote stored data, so it is escaped."""
+
+    def format_message(self) -> str:
+        return cell(self.message)
+
 
 def load_settings() -> Settings:
     try:
         return Settings.load()
     except (ConfigError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
 
 
 def where(url: str) -> str:
@@ -35,7 +66,7 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
     try:
         yield connection
     except RedisError as exc:
-        raise click.ClickException(
+        raise CommandError(
             f"cannot reach Redis at {where(settings.redis_url)}: {type(exc).__name__}"
         ) from None
     finally:
@@ -73,7 +104,8 @@ TIME = TimeParam()
 def echo_rows(
     rows: Iterable[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]
 ) -> None:
-    """Each row as one JSON object per line (--json), or as the given text line."""
+    """Each row as one JSON object per line (--json), or as the given text line (whose
+    values the caller passes through `cell`)."""
     for row in rows:
         click.echo(json.dumps(row) if as_json else line(row))
 

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from workers.cli_common import TIME, echo_rows, load_settings, redis_connection
+from workers.cli_common import (
+    TIME,
+    CommandError,
+    block,
+    cell,
+    echo_rows,
+    load_settings,
+    redis_connection,
+)
 from workers.deadletters import DeadLetter, DeadLetters, Selection
 
 
@@ -47,14 +55,17 @@ def dead() -> None:
 def _table(rows: list[DeadLetter]) -> None:
     header = ("JOB ID", "SOURCE", "TYPE", "EVENT ID", "TRIES", "FAILED AT", "ERROR")
     lines = [header] + [
-        (
-            r.job_id,
-            r.source,
-            r.type or "-",
-            r.event_id,
-            str(r.attempts),
-            r.failed_at or "-",
-            r.error,
+        tuple(
+            cell(value)
+            for value in (
+                r.job_id,
+                r.source,
+                r.type or "-",
+                r.event_id,
+                r.attempts,
+                r.failed_at or "-",
+                r.error,
+            )
         )
         for r in rows
     ]
@@ -81,8 +92,8 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
             groups,
             as_json,
             lambda g: (
-                f"{g['count']:>6}  {g['error']}  (e.g. {g['example_job_id']}"
-                f"; {', '.join(g['types']) or '-'})"
+                f"{g['count']:>6}  {cell(g['error'])}  (e.g. {cell(g['example_job_id'])}"
+                f"; {cell(', '.join(g['types']) or '-')})"
             ),
         )
         click.echo(
@@ -107,17 +118,18 @@ def dead_show(job_id: str, as_json: bool) -> None:
     with redis_connection(settings) as connection:
         shown = DeadLetters(settings, connection).show(job_id)
     if shown is None:
-        raise click.ClickException(f"{job_id} is not a dead letter")
+        raise CommandError(f"{job_id} is not a dead letter")
     if as_json:
         click.echo(json.dumps(shown))
         return
     traceback, payload = shown.pop("traceback"), shown.pop("payload")
     for key, value in shown.items():
-        click.echo(f"{key + ':':<13} {json.dumps(value) if isinstance(value, dict) else value}")
+        text = json.dumps(value) if isinstance(value, dict) else value
+        click.echo(f"{key + ':':<13} {cell(text)}")
     click.echo("payload:")
-    click.echo(payload)
+    click.echo(block(payload))
     click.echo("traceback:")
-    click.echo(traceback or "(none recorded)")
+    click.echo(block(traceback or "(none recorded)"))
 
 
 def _bulk(
@@ -156,7 +168,7 @@ def _bulk(
                 missing.append(job_id)
     click.echo(f"{verb}d {done} dead letter(s)")
     if missing:
-        click.echo(f"not dead letters (skipped): {' '.join(missing)}", err=True)
+        click.echo(f"not dead letters (skipped): {cell(' '.join(missing))}", err=True)
         sys.exit(1)
 
 

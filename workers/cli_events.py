@@ -8,7 +8,16 @@ from typing import Any
 import click
 
 from app.keys import Keys
-from workers.cli_common import TIME, echo_rows, iso, load_settings, redis_connection
+from workers.cli_common import (
+    TIME,
+    CommandError,
+    block,
+    cell,
+    echo_rows,
+    iso,
+    load_settings,
+    redis_connection,
+)
 from workers.ledger import EventLedger
 
 STATUSES = ["queued", "running", "retrying", "done", "ignored", "stale", "dead"]
@@ -47,7 +56,7 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
     with redis_connection(settings) as connection:
         record = _ledger(connection).get(source, event_id)
     if record is None:
-        raise click.ClickException(
+        raise CommandError(
             f"no record of {source} event {event_id!r}: not received, or older than "
             "WEBHOOK_LEDGER_TTL"
         )
@@ -57,9 +66,9 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
         return
     payload = record.pop("payload", "")
     for key, value in record.items():
-        click.echo(f"{key + ':':<13} {value if value is not None else '-'}")
+        click.echo(f"{key + ':':<13} {cell(value if value is not None else '-')}")
     click.echo("payload:")
-    click.echo(payload)
+    click.echo(block(payload))
 
 
 @events.command("list")
@@ -81,8 +90,9 @@ def events_list(
         records,
         as_json,
         lambda r: (
-            f"{r['received_at']}  {r['source']:<10} {r['status']:<8} {r.get('attempts', 0):>2}  "
-            f"{r.get('type') or '-':<28} {r['id']}  {r.get('last_error', '')}".rstrip()
+            f"{r['received_at']}  {cell(r['source']):<10} {cell(r['status']):<8} "
+            f"{r.get('attempts', 0):>2}  {cell(r.get('type') or '-'):<28} {cell(r['id'])}  "
+            f"{cell(r.get('last_error', ''))}".rstrip()
         ),
     )
     click.echo(f"{len(records)} event(s)", err=True)

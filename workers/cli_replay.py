@@ -13,7 +13,7 @@ import click
 import httpx
 
 from app.settings import Settings, SourceConfig
-from workers.cli_common import TIME, load_settings, redis_connection
+from workers.cli_common import TIME, CommandError, load_settings, redis_connection
 from workers.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
 
 
@@ -65,7 +65,7 @@ def _run(as_json: bool, action: Callable[[Callable[[Counts], None]], Counts]) ->
         with _progress(as_json) as progress:
             counts = action(progress)
     except ReplayError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
     _report(counts, as_json)
 
 
