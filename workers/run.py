@@ -65,10 +65,16 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     delay = 1.0
     while True:
         started = time.monotonic()
+        worker: WebhookWorkerMixin | None = None
         try:
             worker = build_worker(settings)
             worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
         except RedisError as exc:
+            # A stop requested while Redis is away ends here too: RQ's own shutdown writes
+            # to Redis and fails. Nothing is lost by leaving: a job this worker held is
+            # recovered by another worker's sweep, as for a killed worker.
+            if worker is not None and worker.stop_signalled:
+                return
             logger.warning(
                 "redis unavailable; worker retrying",
                 extra={"error": type(exc).__name__, "retry_in": delay},

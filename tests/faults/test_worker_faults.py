@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -113,3 +114,20 @@ def test_sustained_load_with_a_worker_killed_and_another_started(
     wait_until(lambda: min(counts()) >= 1, 120, "every accepted event to be handled")
     twice = [i for i, n in zip(accepted, counts(), strict=True) if n > 1]
     assert len(twice) <= 1, twice  # only the job the killed worker was running, if any
+
+
+def test_one_sigterm_stops_a_worker_whose_redis_is_down(
+    own_redis: RedisServer, make_stack: Callable[..., Stack]
+) -> None:
+    stack = make_stack(own_redis.url)
+    worker = stack.start("worker")
+    redis = Redis.from_url(own_redis.url)
+    wait_until(lambda: bool(redis.smembers("rq:workers")), 30, "the worker to register")
+    own_redis.kill()
+    wait_until(lambda: "could not connect" in worker.output(), 30, "the worker to notice")
+
+    worker.signal(signal.SIGTERM)  # once, to the process group, as honcho does
+    try:
+        worker.popen.wait(15)  # a hang detector: it used to go on for 45 s and more
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"the worker ignored SIGTERM:\n{worker.output()[-2000:]}") from None
