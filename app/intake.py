@@ -128,6 +128,7 @@ class Intake:
             "prefix": settings.webhook_key_prefix,
             "ledger_ttl": settings.webhook_ledger_ttl,
             **({"duplicate": True} if duplicate else {}),
+            **({"format": delivery.payload_format} if delivery.payload_format != "json" else {}),
         }
         args = (
             source.name,

@@ -17,7 +17,9 @@ from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry
 
+from app.intake import SyncIntake
 from app.keys import job_id_for
+from app.providers import Delivery
 from app.settings import Settings
 from tests.conftest import Harness, event_body
 from workers import Event, PermanentError, handler
@@ -120,6 +122,26 @@ def test_an_odd_event_type_reaches_its_handler_unchanged(
     run_worker(settings)
     assert json.loads(redis.lindex("seen:evt_odd", 0) or b"{}")["type"] == event_type
     assert Job.fetch(job_id, connection=redis).meta["state"] == "done"
+
+
+def test_a_form_encoded_event_reaches_its_handler_as_fields_with_its_exact_bytes(
+    settings: Settings, run_worker: RunWorker, redis: Redis
+) -> None:
+    raw = b"MessageSid=SM1&Body=caf%C3%A9+ok&To=%2B1&To=%2B2&Empty="
+    delivery = Delivery("SM1", "message", payload_format="form")
+    SyncIntake(settings, redis).claim_and_enqueue(
+        settings.sources["inbound"], delivery, raw, time.time()
+    )
+    handler("inbound", "message")(record(settings.redis_url))
+    run_worker(settings)
+    seen = json.loads(redis.lindex("seen:SM1", 0) or b"{}")
+    assert seen["payload"] == {
+        "MessageSid": "SM1",
+        "Body": "café ok",
+        "To": ["+1", "+2"],
+        "Empty": "",
+    }
+    assert seen["raw"] == raw.decode()
 
 
 def test_an_event_without_a_handler_settles_as_ignored(

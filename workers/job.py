@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
 
 from rq import get_current_job
 from rq.job import Job
@@ -40,8 +42,7 @@ def deliver(
         source=source,
         id=event_id,
         type=event_type,
-        # The receiver only enqueues bodies that parsed as JSON objects.
-        payload=json.loads(raw),
+        payload=parse_payload(raw, str(job.meta.get("format", "json")) if job else "json"),
         raw=raw,
         headers=dict(headers),
         received_at=datetime.fromtimestamp(received_at, UTC),
@@ -65,6 +66,21 @@ def deliver(
         if token is not None:
             current.reset(token)
     return DONE if ran else STALE
+
+
+def parse_payload(raw: bytes, payload_format: str) -> Any:
+    """The verified bytes as the handler sees them: the receiver enqueued only bodies that
+    parsed as a JSON object, or as a form (its fields; a repeated field gives a list)."""
+    if payload_format != "form":
+        return json.loads(raw)
+    fields: dict[str, Any] = {}
+    for name, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):
+        if name in fields:
+            previous = fields[name]
+            fields[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
+        else:
+            fields[name] = value
+    return fields
 
 
 def _context(job: Job) -> JobContext | None:

@@ -35,6 +35,9 @@ class Delivery:
     # Set when the provider expects an answer instead of an event (Slack's URL check):
     # the receiver sends it back and enqueues nothing.
     reply: dict[str, str] | None = None
+    # How the worker parses the verified bytes into `Event.payload`: "json" (an object) or
+    # "form" (application/x-www-form-urlencoded, as Twilio and Braintree post).
+    payload_format: str = "json"
 
 
 class Verifier(ABC):
