@@ -13,6 +13,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
+from app.formats import text
 from app.logs import logger
 from app.settings import ConfigError, Settings
 
@@ -37,16 +38,12 @@ def persistence_problems(config: dict[str, str]) -> list[str]:
     return problems
 
 
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 async def check_persistence(redis: aioredis.Redis, settings: Settings) -> list[str]:
     try:
         config: dict[str, str] = {}
         for pattern in ("appendonly", "appendfsync", "maxmemory-policy"):
             answer = await redis.config_get(pattern)
-            config.update({_text(k): _text(v) for k, v in answer.items()})
+            config.update({text(k): text(v) for k, v in answer.items()})
     except ResponseError:
         logger.warning(
             "cannot read Redis persistence settings (CONFIG GET refused); make sure "

@@ -2,15 +2,8 @@
 
 The seed article's receiver did `SET NX` and then `LPUSH`: a crash between the two left an
 event claimed but never queued, and the provider's retry was then answered "duplicate".
-Here a single Lua script checks, writes the job hash exactly as RQ's `job.to_dict()`
-serialises it, registers the queue, pushes the job id, writes the ledger record, and only
-then sets the dedupe key, in one round trip that Redis runs without interleaving. Either
-the script never reached Redis (nothing is written; the answer is 503 and the provider
-retries) or all of it ran.
-
-An event counts as a duplicate while its dedupe key lives *or* its job still exists (queued,
-retrying, dead-lettered or finished within its result TTL): re-enqueuing an existing job id
-would merge into the old hash and run it twice.
+Here one Lua script (`app/claim.py`) does it all: either it never reached Redis (nothing
+is written; the answer is 503 and the provider retries) or all of it ran.
 """
 
 from __future__ import annotations
@@ -24,59 +17,18 @@ import redis.asyncio as aioredis
 from redis import Redis
 
 from app.batching import ScriptBatcher
-from app.jobhash import JOB_FUNCTION, JobHash
+from app.claim import ENQUEUE, ClaimArgs, ClaimKeys, EnqueueArgs, EnqueueKeys, call, claim_script
+from app.jobhash import JobHash
+from app.jobstate import EventCall, JobMeta
 from app.keys import RQ_QUEUES_SET, Keys, job_id_for
 from app.providers import Delivery
 from app.settings import Settings, SourceConfig
-
-__all__ = ["ENQUEUE_ONLY", "JOB_FUNCTION", "AsyncIntake", "SyncIntake", "claim_script"]
-
-CLAIM_AND_ENQUEUE = """
--- KEYS: 1 dedupe key, 2 job hash, 3 queue list, 4 RQ's set of queues,
---       5 ledger record, 6 ledger index
--- ARGV: 1 dedupe ttl, 2 job id, 3 ledger ttl, 4 received at (unix s), 5 job timestamp,
---       6 job data, 7 description, 8 meta, 9 event id, 10 event type, 11 payload, 12 source
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
-  return 0
-end
--- Fail before the first write, so an error can never leave half an event behind.
-local kind = redis.call('TYPE', KEYS[3])['ok']
-if kind ~= 'none' and kind ~= 'list' then
-  return redis.error_reply('queue key ' .. KEYS[3] .. ' holds a ' .. kind)
-end
-redis.call('HSET', KEYS[2], 'created_at', ARGV[5], 'enqueued_at', ARGV[5], 'data', ARGV[6],
-           'description', ARGV[7], 'meta', ARGV[8], CONSTANT_JOB_FIELDS)
-redis.call('SADD', KEYS[4], KEYS[3])
-redis.call('RPUSH', KEYS[3], ARGV[2])
-redis.call('HSET', KEYS[5], 'source', ARGV[12], 'id', ARGV[9], 'type', ARGV[10],
-           'status', 'queued', 'attempts', '0', 'received_at', ARGV[4], 'job_id', ARGV[2],
-           'payload', ARGV[11])
-redis.call('EXPIRE', KEYS[5], ARGV[3])
-redis.call('ZADD', KEYS[6], ARGV[4], KEYS[5])
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', tonumber(ARGV[4]) - tonumber(ARGV[3]))
-redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
-return 1
-"""
-
-
-def claim_script(job_hash: JobHash) -> str:
-    """The claim script with this configuration's constant job fields written in."""
-    return CLAIM_AND_ENQUEUE.replace("CONSTANT_JOB_FIELDS", job_hash.lua_constant_pairs())
-
-
-# Log-only dedupe mode: a would-be duplicate is still enqueued, under a job id of its own.
-ENQUEUE_ONLY = """
-redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-redis.call('SADD', KEYS[3], KEYS[2])
-redis.call('RPUSH', KEYS[2], ARGV[1])
-return 1
-"""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@/-]")
 
 
 def safe_label(value: str, limit: int = 80) -> str:
-    """Text fit for rq-dashboard, which renders job descriptions without escaping."""
+    """Text for RQ's job description: short, and nothing a page could take for markup."""
     cleaned = _UNSAFE.sub("?", value)
     return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "~"
 
@@ -89,10 +41,20 @@ class Claim:
     duplicate_job_id: str | None = None
 
 
-class Intake:
-    """Turns a verified delivery into a queued RQ job, at most once per event id."""
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One event's job, before it is written: its id, the call and the meta."""
 
-    def __init__(self, settings: Settings) -> None:
+    job_id: str
+    call: EventCall
+    meta: JobMeta
+    description: str
+
+
+class Intake:
+    """Turns a verified delivery into the scripts' calls that queue it, at most once per id."""
+
+    def __init__(self, settings: Settings, connection: Any) -> None:
         self.settings = settings
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
         self.job_hash = JobHash(
@@ -100,104 +62,100 @@ class Intake:
             settings.webhook_job_timeout,
             settings.webhook_max_retries,
             settings.retry_intervals,
+            connection,
         )
-        self.claim_lua = claim_script(self.job_hash)
+        self.claim_lua = claim_script(self.job_hash.lua_constant_pairs())
 
-    def _job(
+    def new_job(
         self,
         source: SourceConfig,
         delivery: Delivery,
         raw: bytes,
         received_at: float,
+        job_id: str | None = None,
         duplicate: bool = False,
-    ) -> tuple[tuple[Any, ...], dict[str, Any], str]:
+    ) -> NewJob:
         settings = self.settings
         description = (
             f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
             f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
         )
-        meta = {
-            "source": source.name,
-            "event_id": delivery.event_id,
-            "type": delivery.event_type,
-            "received_at": received_at,
-            "attempts": 0,
-            "budget": settings.webhook_max_retries,
-            "budget_start": 0,
-            # Where the worker records outcomes (ledger, counters, entity versions).
-            "prefix": settings.webhook_key_prefix,
-            "ledger_ttl": settings.webhook_ledger_ttl,
-            **({"duplicate": True} if duplicate else {}),
-            **({"format": delivery.payload_format} if delivery.payload_format != "json" else {}),
-        }
-        args = (
-            source.name,
-            delivery.event_id,
-            delivery.event_type,
-            raw,
-            delivery.headers,
-            received_at,
+        meta = JobMeta(
+            source=source.name,
+            event_id=delivery.event_id,
+            type=delivery.event_type,
+            received_at=received_at,
+            prefix=settings.webhook_key_prefix,
+            ledger_ttl=settings.webhook_ledger_ttl,
+            payload_format=delivery.payload_format,
+            duplicate=duplicate,
+            budget=settings.webhook_max_retries,
         )
-        return args, meta, description
-
-    def job_fields(
-        self,
-        source: SourceConfig,
-        delivery: Delivery,
-        raw: bytes,
-        received_at: float,
-        duplicate: bool = False,
-    ) -> list[Any]:
-        """The whole RQ job hash of one event, as field/value pairs."""
-        return self.job_hash.fields(*self._job(source, delivery, raw, received_at, duplicate))
+        call = EventCall(
+            source.name, delivery.event_id, delivery.event_type, raw, delivery.headers, received_at
+        )
+        return NewJob(job_id or job_id_for(source.name, delivery.event_id), call, meta, description)
 
     def claim_call(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> tuple[str, list[str], list[Any]]:
         """The job id, keys and arguments of the claim script for one delivery."""
-        job_id = job_id_for(source.name, delivery.event_id)
+        job = self.new_job(source, delivery, raw, received_at)
         stamp, data, description, meta = self.job_hash.per_event(
-            *self._job(source, delivery, raw, received_at)
+            job.call.args(), job.meta.to_meta(), job.description
         )
-        keys = [
-            self.keys.seen(source.name, delivery.event_id),
-            self.keys.job(job_id),
-            self.keys.queue,
-            RQ_QUEUES_SET,
-            self.keys.event(source.name, delivery.event_id),
-            self.keys.events,
-        ]
-        args = [
-            source.dedupe_ttl,
-            job_id,
-            self.settings.webhook_ledger_ttl,
-            received_at,
-            stamp,
-            data,
-            description,
-            meta,
-            delivery.event_id,
-            delivery.event_type,
-            raw,
-            source.name,
-        ]
-        return job_id, keys, args
+        keys = ClaimKeys(
+            seen_key=self.keys.seen(source.name, delivery.event_id),
+            job_key=self.keys.job(job.job_id),
+            queue_key=self.keys.queue,
+            queues_key=RQ_QUEUES_SET,
+            event_key=self.keys.event(source.name, delivery.event_id),
+            events_key=self.keys.events,
+        )
+        args = ClaimArgs(
+            dedupe_ttl=source.dedupe_ttl,
+            job_id=job.job_id,
+            ledger_ttl=self.settings.webhook_ledger_ttl,
+            received_at=received_at,
+            job_stamp=stamp,
+            job_data=data,
+            description=description,
+            meta=meta,
+            event_id=delivery.event_id,
+            event_type=delivery.event_type,
+            payload=raw,
+            payload_format=delivery.payload_format,
+            source=source.name,
+        )
+        return (job.job_id, *call(keys, args))
+
+    def enqueue_call(self, job: NewJob, mark_queued: bool) -> tuple[list[str], list[Any]]:
+        """Keys and arguments of the ENQUEUE script: the job, unconditionally."""
+        fields = self.job_hash.fields(job.call.args(), job.meta.to_meta(), job.description)
+        keys = EnqueueKeys(
+            job_key=self.keys.job(job.job_id),
+            queue_key=self.keys.queue,
+            queues_key=RQ_QUEUES_SET,
+            event_key=self.keys.event(job.call.source, job.call.event_id),
+        )
+        keys_list, args = call(keys, EnqueueArgs(job.job_id, int(mark_queued)))
+        return keys_list, [*args, *fields]
 
     def duplicate_call(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> tuple[str, list[str], list[Any]]:
         job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
-        fields = self.job_fields(source, delivery, raw, received_at, duplicate=True)
-        return job_id, [self.keys.job(job_id), self.keys.queue, RQ_QUEUES_SET], [job_id, *fields]
+        job = self.new_job(source, delivery, raw, received_at, job_id=job_id, duplicate=True)
+        return (job_id, *self.enqueue_call(job, mark_queued=False))
 
 
 class AsyncIntake(Intake):
     """The receiver's side: one round trip per delivery on the asyncio client."""
 
     def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
-        super().__init__(settings)
+        super().__init__(settings, redis)
         self.claim = ScriptBatcher(redis, self.claim_lua)
-        self.enqueue_script = redis.register_script(ENQUEUE_ONLY)
+        self.enqueue_script = redis.register_script(ENQUEUE)
 
     async def claim_and_enqueue(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
@@ -214,14 +172,20 @@ class AsyncIntake(Intake):
 
 
 class SyncIntake(Intake):
-    """The same claim for the `webhooks replay` command, on a blocking client."""
+    """The same scripts for the `webhooks replay` command, on a blocking client."""
 
     def __init__(self, settings: Settings, redis: Redis) -> None:
-        super().__init__(settings)
+        super().__init__(settings, redis)
         self.claim_script = redis.register_script(self.claim_lua)
+        self.enqueue_script = redis.register_script(ENQUEUE)
 
     def claim_and_enqueue(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> Claim:
         job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
         return Claim(accepted=bool(self.claim_script(keys=keys, args=args)), job_id=job_id)
+
+    def enqueue_again(self, job: NewJob) -> None:
+        """Enqueue an event whose job is gone, and mark its ledger record queued, atomically."""
+        keys, args = self.enqueue_call(job, mark_queued=True)
+        self.enqueue_script(keys=keys, args=args)

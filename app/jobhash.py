@@ -16,20 +16,27 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from redis import Redis
+from rq import Callback
 from rq.job import Job, JobStatus, Retry
 from rq.utils import utcformat
 
-JOB_FUNCTION = "workers.job.deliver"
+# Import paths stored in every job: RQ imports them when the job runs or is abandoned, so
+# they must stay importable as long as such jobs may exist (see workers/job.py).
+JOB_FUNCTION = "workers.runtime.deliver.deliver"
+ON_FAILURE = "workers.runtime.retries.on_failure"
 PER_EVENT = ("data", "meta", "description", "created_at", "enqueued_at")
 
 
 class JobHash:
-    def __init__(self, origin: str, timeout: int, max_retries: int, intervals: list[int]) -> None:
+    def __init__(
+        self, origin: str, timeout: int, max_retries: int, intervals: list[int], connection: Any
+    ) -> None:
+        # RQ's Job wants the connection it belongs to; building the template never uses it.
         job = Job.create(
             JOB_FUNCTION,
             args=(),
-            connection=Redis(),
+            connection=connection,
+            on_failure=Callback(ON_FAILURE),
             id="template",
             origin=origin,
             timeout=timeout,

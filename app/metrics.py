@@ -23,9 +23,9 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
 from rq.utils import utcparse
 
+from app.formats import text
+from app.jobstate import Outcome
 from app.keys import Keys
-
-WORKER_OUTCOMES = ("done", "ignored", "stale", "retried", "dead_lettered", "requeued")
 
 RECEIVED = Counter(
     "webhooks_received_total",
@@ -62,10 +62,6 @@ class PipelineSnapshot:
     outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 async def read_snapshot(
     redis: aioredis.Redis, keys: Keys, sources: Iterable[str]
 ) -> PipelineSnapshot:
@@ -80,11 +76,11 @@ async def read_snapshot(
         queued, scheduled, dead, oldest, *stats = await pipe.execute()
     age = 0.0
     if oldest:
-        enqueued = await redis.hget(keys.job(_text(oldest)), "enqueued_at")
+        enqueued = await redis.hget(keys.job(text(oldest)), "enqueued_at")
         if enqueued:
-            age = max(0.0, time.time() - utcparse(_text(enqueued)).timestamp())
+            age = max(0.0, time.time() - utcparse(text(enqueued)).timestamp())
     outcomes = {
-        name: {_text(k): int(v) for k, v in counts.items()}
+        name: {text(k): int(v) for k, v in counts.items()}
         for name, counts in zip(names, stats, strict=True)
     }
     return PipelineSnapshot(int(queued), int(scheduled), int(dead), age, outcomes)
@@ -96,7 +92,7 @@ class _SnapshotCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         s = self.snapshot
-        for name, value, text in (
+        for name, value, description in (
             ("webhooks_queue_depth", s.queued, "Events waiting for a worker."),
             ("webhooks_scheduled_retries", s.scheduled, "Events waiting for a retry."),
             ("webhooks_dead_letters", s.dead, "Events in the dead-letter store."),
@@ -106,15 +102,15 @@ class _SnapshotCollector(Collector):
                 "Age of the event at the head of the queue: alert when workers fall behind.",
             ),
         ):
-            yield GaugeMetricFamily(name, text, value=value)
+            yield GaugeMetricFamily(name, description, value=value)
         settled = CounterMetricFamily(
             "webhooks_worker_outcomes",
             "What the workers did, by source and outcome (from Redis: the same on every receiver).",
             labels=["source", "outcome"],
         )
         for source, counts in sorted(s.outcomes.items()):
-            for outcome in WORKER_OUTCOMES:
-                settled.add_metric([source, outcome], counts.get(outcome, 0))
+            for outcome in Outcome:
+                settled.add_metric([source, str(outcome)], counts.get(outcome, 0))
         yield settled
 
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from app.intake import SyncIntake  # noqa: E402
 from app.providers.base import Delivery  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from workers.redis_server import RedisServer, free_port  # noqa: E402
+from workers.dev.redis_server import RedisServer, free_port  # noqa: E402
 
 SECRET = "bench-secret"
 BIN = Path(sys.executable).parent

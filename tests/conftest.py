@@ -17,10 +17,10 @@ from redis import Redis
 
 from app.main import create_app
 from app.settings import Settings
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 from workers.registry import registry
-from workers.run import build_worker
-from workers.worker import WebhookWorker
+from workers.runtime.run import build_worker
+from workers.runtime.worker import WebhookWorker
 
 SECRET = "test-secret-of-inbound"
 # The dashboard login of the stacks the process tests start.

@@ -93,7 +93,7 @@ class Stack:
         self.processes: list[Process] = []
 
     def start(self, name: str, extra_args: str = "", **overrides: str) -> Process:
-        from workers.redis_server import free_port
+        from workers.dev.redis_server import free_port
 
         env = {**self.env, "PORT": str(free_port()), **overrides}
         process = start(name, env, self.log_dir, extra_args)

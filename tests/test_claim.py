@@ -17,7 +17,7 @@ from app.intake import Intake
 from app.keys import job_id_for
 from tests.conftest import event_body, sign
 from tests.processes import RedisProxy, Stack
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 Post = Callable[..., Any]
 JOB_KEY = "rq:job:" + job_id_for("inbound", "evt_1")
@@ -65,7 +65,7 @@ def test_a_reply_lost_after_the_enqueue_is_503_then_the_retry_is_a_duplicate(
     proxy: RedisProxy,
 ) -> None:
     settings = make_settings(redis_url=proxy.url)
-    redis.script_load(Intake(settings).claim_lua)  # so the script runs on the first EVALSHA
+    redis.script_load(Intake(settings, redis).claim_lua)  # so the script runs on the first EVALSHA
     client = make_client(settings)
     proxy.drop_replies_after = b"EVALSHA"
     first = post_event(client, event_body("evt_1"))

@@ -17,7 +17,7 @@ from app.keys import job_id_for
 from app.settings import Settings
 from tests.conftest import SECRET, Harness
 from workers import Event, handler
-from workers.cli import main
+from workers.ops.cli import main
 
 Post = Callable[..., Any]
 
@@ -80,7 +80,7 @@ def test_dead_requeue_moves_the_named_ones_back_to_the_queue(
     assert result.exit_code == 0 and "requeued 2" in result.stdout
     assert sorted(Queue("webhooks", connection=redis).job_ids) == sorted(dead_letters[:2])
     job = Job.fetch(dead_letters[0], connection=redis)
-    assert job.retries_left == 2 and job.meta["dead"] is False
+    assert job.retries_left == 2 and job.meta["state"] == "queued"
 
 
 def test_dead_requeue_skips_unknown_ids_and_exits_1_after_doing_the_rest(

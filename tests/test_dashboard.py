@@ -12,8 +12,8 @@ from app.keys import job_id_for
 from app.settings import ConfigError, Settings
 from tests.conftest import Harness
 from workers import Event, handler
-from workers.dashboard import create_dashboard
-from workers.dashboard_guard import action_endpoints, escape_interpolations
+from workers.ops.dashboard import create_dashboard
+from workers.ops.dashboard_guard import action_endpoints, escape_interpolations
 
 AUTH = ("ops", "dashboard-password")
 

@@ -16,7 +16,7 @@ from rq.registry import FailedJobRegistry
 from app.settings import Settings
 from tests.conftest import Harness
 from workers import Event, handler
-from workers.cli import main
+from workers.ops.cli import main
 
 
 @pytest.fixture

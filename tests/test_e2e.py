@@ -13,7 +13,7 @@ from rq.job import Job
 from app.keys import job_id_for
 from tests.conftest import AUTH, SECRET
 from tests.processes import Stack, effects, send, start, wait_http, wait_until
-from workers.redis_server import RedisServer, free_port
+from workers.dev.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.e2e
 

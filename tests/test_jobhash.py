@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 from enum import Enum
 
 from redis import Redis
+from rq import Callback
 from rq.job import Job, JobStatus, Retry
 
-from app.jobhash import JOB_FUNCTION, JobHash
+from app.jobhash import JOB_FUNCTION, ON_FAILURE, JobHash
 
 
 def test_the_template_matches_rqs_own_serialisation() -> None:
@@ -27,12 +28,13 @@ def test_the_template_matches_rqs_own_serialisation() -> None:
         description="inbound order.created evt_1",
         meta=meta,
         retry=Retry(max=3, interval=[1, 2, 3]),
+        on_failure=Callback(ON_FAILURE),
     )
     job._status = JobStatus.QUEUED
     job.created_at = job.enqueued_at = when
     expected = {k: v for k, v in job.to_dict().items() if v is not None}
 
-    pairs = JobHash("webhooks", 300, 3, [1, 2, 3]).fields(
+    pairs = JobHash("webhooks", 300, 3, [1, 2, 3], Redis()).fields(
         args, meta, "inbound order.created evt_1", when
     )
     ours = dict(zip(pairs[::2], pairs[1::2], strict=True))
@@ -50,7 +52,7 @@ def stored(value: object) -> str:
 
 
 def test_the_constant_fields_baked_into_the_script_are_what_redis_py_would_store() -> None:
-    template = JobHash("webhooks", 300, 3, [1, 2, 3])
+    template = JobHash("webhooks", 300, 3, [1, 2, 3], Redis())
     literals = template.lua_constant_pairs()
     assert '"status", "queued"' in literals and "JobStatus" not in literals
     assert '"retry_intervals", "[1, 2, 3]"' in literals

@@ -17,9 +17,9 @@ from app.settings import Settings
 from tests.conftest import Harness, event_body
 from tests.processes import RedisProxy
 from workers import Event, handler
-from workers.cli import main
-from workers.deadletters import DeadLetters
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
+from workers.ops.cli import main
+from workers.ops.deadletters import DeadLetters
 
 Post = Callable[..., Any]
 

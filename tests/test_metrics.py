@@ -15,7 +15,7 @@ from redis import Redis
 from tests.conftest import Harness, event_body, sign
 from tests.processes import Stack
 from workers import Event, handler
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 
 def value(text: str, name: str, **labels: str) -> float:

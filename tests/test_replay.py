@@ -18,15 +18,15 @@ from app.settings import Settings
 from tests.conftest import SECRET, Harness
 from tests.fake_apis import FakeApi
 from workers import Event, handler
-from workers.cli import main
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
+from workers.ops.cli import main
 
 NOW = int(time.time())
 
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
-    monkeypatch.setattr("workers.replay.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("workers.ops.replay.time.sleep", lambda seconds: None)
     fake = FakeApi().start()
     yield fake
     fake.stop()
@@ -290,8 +290,8 @@ def test_github_replay_waits_out_429s_and_dropped_connections(
 def test_a_terminal_gets_a_progress_bar_with_the_counts() -> None:
     import io
 
-    from workers.cli_replay import _progress
-    from workers.replay import Counts
+    from workers.ops.replay import Counts
+    from workers.ops.replay_cli import _progress
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

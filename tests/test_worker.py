@@ -23,8 +23,8 @@ from app.providers import Delivery
 from app.settings import Settings
 from tests.conftest import Harness, event_body
 from workers import Event, PermanentError, handler
-from workers.dashboard import create_dashboard
-from workers.deadletters import DeadLetters
+from workers.ops.dashboard import create_dashboard
+from workers.ops.deadletters import DeadLetters
 
 Post = Callable[..., Any]
 RunWorker = Callable[[Settings], Any]

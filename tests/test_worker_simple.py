@@ -15,9 +15,9 @@ from app.keys import job_id_for
 from app.settings import Settings
 from tests.conftest import event_body
 from workers import Event, PermanentError, handler
-from workers.deadletters import DeadLetters
-from workers.run import build_worker
-from workers.worker import WebhookSimpleWorker
+from workers.ops.deadletters import DeadLetters
+from workers.runtime.run import build_worker
+from workers.runtime.worker import WebhookSimpleWorker
 
 
 @pytest.fixture

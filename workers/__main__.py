@@ -1,3 +1,3 @@
-from workers.cli import main
+from workers.ops.cli import main
 
 main()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 
 @pytest.fixture

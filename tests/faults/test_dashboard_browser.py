@@ -22,7 +22,7 @@ from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
 from tests.processes import Process, Stack, send, wait_http, wait_until
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 

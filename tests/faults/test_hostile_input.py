@@ -22,7 +22,7 @@ from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.processes import Process, Stack, send, wait_http, wait_until
 from tests.signers import CASES
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 ALL_SOURCES = {
     "webhook_sources": ",".join(f"{c.name}:{c.provider}" for c in CASES[:-1]),

@@ -13,7 +13,7 @@ from redis import Redis
 from app.keys import job_id_for
 from tests.conftest import event_body, sign
 from tests.processes import Process, Stack, send, wait_until
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 LIMIT = 65_536
 

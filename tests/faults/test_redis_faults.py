@@ -14,7 +14,7 @@ from redis import Redis
 
 from app.settings import ConfigError, Settings
 from tests.processes import Stack, effects, send, wait_until
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 
 def test_redis_outage_is_503_and_receiver_and_worker_recover_without_restart(

@@ -17,7 +17,7 @@ from rq.job import Job
 from app.keys import job_id_for
 from tests.conftest import SECRET, event_body, sign
 from tests.processes import Process, Stack, effects, send, wait_until
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 LOAD_SECONDS = float(os.environ.get("FAULT_LOAD_SECONDS", "40"))
 # A steady rate one forking worker keeps up with, so the test measures loss, not backlog.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -110,7 +111,10 @@ def echo_rows(
         click.echo(json.dumps(row) if as_json else line(row))
 
 
-def iso(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
+def payload_fields(raw: bytes) -> dict[str, str]:
+    """A payload in JSON output: as text when it is UTF-8, else its exact bytes in base64
+    (the receiver accepts UTF-16 and UTF-32 JSON, which text would corrupt)."""
+    try:
+        return {"payload": raw.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"payload_base64": base64.b64encode(raw).decode()}

@@ -7,7 +7,6 @@ Kept in RQ's own registry so rq-dashboard shows and requeues the same entries th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from redis import Redis
@@ -16,10 +15,12 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job
 from rq.registry import FailedJobRegistry
 
+from app.formats import iso
+from app.jobstate import EventCall, EventStatus, Outcome
 from app.logs import log_state
 from app.settings import Settings
-from workers.budget import restore_budget
-from workers.ledger import record
+from workers.runtime.outcomes import meta_of, record
+from workers.runtime.retries import restore_budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,23 +40,17 @@ class DeadLetter:
         return row
 
 
-def _iso(timestamp: object) -> str | None:
-    if isinstance(timestamp, int | float):
-        return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="seconds")
-    return None
-
-
 def dead_letter_of(job: Job) -> DeadLetter:
-    meta = job.meta
+    meta = meta_of(job)
     return DeadLetter(
         job_id=job.id,
-        source=str(meta.get("source", "")),
-        event_id=str(meta.get("event_id", "")),
-        type=str(meta.get("type", "")),
-        attempts=int(meta.get("attempts", 0)),
-        error=str(meta.get("last_error", "")),
-        failed_at=_iso(meta.get("dead_at")),
-        failed_ts=float(meta["dead_at"]) if isinstance(meta.get("dead_at"), int | float) else None,
+        source=meta.source,
+        event_id=meta.event_id,
+        type=meta.type,
+        attempts=meta.attempts,
+        error=meta.last_error,
+        failed_at=iso(meta.dead_at),
+        failed_ts=meta.dead_at,
     )
 
 
@@ -131,19 +126,18 @@ class DeadLetters:
         job = self.get(job_id)
         if job is None:
             return False
-        restore_budget(job, self.settings)
+        meta = meta_of(job)
+        restore_budget(job, meta, self.settings)
+        job.meta = meta.to_meta()
         try:
             # RQ saves the whole job (our restored budget and meta included) as it requeues.
             self.registry.requeue(job)
         except InvalidJobOperation:
             return False  # requeued or purged by someone else meanwhile
         with self.connection.pipeline(transaction=False) as pipe:
-            record(pipe, job, "queued", "requeued")
+            record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED)
             pipe.execute()
-        letter = dead_letter_of(job)
-        log_state(
-            "requeued", letter.source, letter.event_id, letter.type, job_id=job.id, by="command"
-        )
+        log_state("requeued", *meta.labels, job_id=job.id, by="command")
         return True
 
     def purge(self, job_id: str) -> bool:
@@ -159,14 +153,13 @@ class DeadLetters:
         if job is None:
             return None
         result = job.latest_result()
-        args = job.args
-        raw = args[3] if len(args) > 3 and isinstance(args[3], bytes) else b""
+        meta, call = meta_of(job), EventCall.from_args(job.args)
         return {
             **dead_letter_of(job).as_dict(),
-            "received_at": _iso(job.meta.get("received_at")),
-            "requeues": int(job.meta.get("requeues", 0)),
-            "permanent": bool(job.meta.get("permanent")),
-            "headers": args[4] if len(args) > 4 else {},
-            "payload": raw.decode("utf-8", errors="replace"),
+            "received_at": iso(meta.received_at),
+            "requeues": meta.requeues,
+            "permanent": meta.permanent,
+            "headers": call.headers,
+            "payload": call.raw.decode("utf-8", errors="replace"),
             "traceback": result.exc_string if result is not None else None,
         }

@@ -7,20 +7,21 @@ from typing import Any
 
 import click
 
+from app.jobstate import EventStatus
 from app.keys import Keys
-from workers.cli_common import (
+from workers.ops.common import (
     TIME,
     CommandError,
     block,
     cell,
     echo_rows,
-    iso,
     load_settings,
+    payload_fields,
     redis_connection,
 )
-from workers.ledger import EventLedger
+from workers.ops.ledger import EventLedger
 
-STATUSES = ["queued", "running", "retrying", "done", "ignored", "stale", "dead"]
+STATUSES = [str(s) for s in EventStatus]
 
 
 @click.group()
@@ -31,14 +32,6 @@ def events() -> None:
 def _ledger(connection: Any) -> EventLedger:
     settings = load_settings()
     return EventLedger(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
-
-
-def _readable(record: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **record,
-        "received_at": iso(record.get("received_at")),
-        "settled_at": iso(record.get("settled_at")),
-    }
 
 
 @events.command("show")
@@ -60,15 +53,14 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
             f"no record of {source} event {event_id!r}: not received, or older than "
             "WEBHOOK_LEDGER_TTL"
         )
-    record = _readable(record)
+    shown = record.summary()
     if as_json:
-        click.echo(json.dumps(record))
+        click.echo(json.dumps({**shown, **payload_fields(record.payload or b"")}))
         return
-    payload = record.pop("payload", "")
-    for key, value in record.items():
+    for key, value in shown.items():
         click.echo(f"{key + ':':<13} {cell(value if value is not None else '-')}")
     click.echo("payload:")
-    click.echo(block(payload))
+    click.echo(block((record.payload or b"").decode("utf-8", errors="replace")))
 
 
 @events.command("list")
@@ -84,8 +76,10 @@ def events_list(
     settings = load_settings()
     if source is not None and source not in settings.sources:
         raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
+    wanted = EventStatus(status) if status else None
     with redis_connection(settings) as connection:
-        records = [_readable(r) for r in _ledger(connection).find(source, status, since, until)]
+        found = _ledger(connection).find(source, wanted, since, until)
+    records = [r.summary() for r in found]
     echo_rows(
         records,
         as_json,

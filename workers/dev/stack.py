@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 from dotenv import dotenv_values
 
-from workers.redis_server import RedisServer
+from workers.dev.redis_server import RedisServer
 
 VAR = Path("var")
 DEV_ENV = VAR / "dev.env"

@@ -7,9 +7,7 @@ Redis failure ends its loop, instead of exiting as `rq worker` does.
 from __future__ import annotations
 
 import importlib
-import os
 import signal
-import sys
 import time
 
 from redis import Redis
@@ -18,16 +16,12 @@ from rq import Queue
 
 from app.logs import configure_logging, logger
 from app.settings import ConfigError, Settings
-from workers.orphans import WebhookJob
 from workers.registry import registry
-from workers.worker import WebhookSimpleWorker, WebhookWorker, WebhookWorkerMixin
+from workers.runtime.worker import WebhookSimpleWorker, WebhookWorker, WebhookWorkerMixin
 
 
 def import_handlers(settings: Settings) -> None:
     """Import the modules of WEBHOOK_HANDLERS, whose `@handler`s fill the registry."""
-    # Like `rq worker`, look for handler modules in the directory the worker starts from.
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     for module in settings.webhook_handlers:
         try:
             importlib.import_module(module)
@@ -45,12 +39,11 @@ def import_handlers(settings: Settings) -> None:
 
 def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorkerMixin:
     connection = connection or Redis.from_url(settings.redis_url)
-    queue = Queue(settings.webhook_queue, connection=connection, job_class=WebhookJob)
+    queue = Queue(settings.webhook_queue, connection=connection)
     cls = WebhookSimpleWorker if settings.webhook_worker_mode == "simple" else WebhookWorker
     return cls(
         [queue],
         connection=connection,
-        job_class=WebhookJob,
         settings=settings,
         maintenance_interval=settings.webhook_maintenance_interval,
         # Descriptions hold event ids; the JSON state lines already say what ran.

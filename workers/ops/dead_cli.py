@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from workers.cli_common import (
+from workers.ops.common import (
     TIME,
     CommandError,
     block,
@@ -18,7 +18,7 @@ from workers.cli_common import (
     load_settings,
     redis_connection,
 )
-from workers.deadletters import DeadLetter, DeadLetters, Selection
+from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
 
 
 def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:

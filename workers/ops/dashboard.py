@@ -17,7 +17,7 @@ from rq_dashboard.web import setup_rq_connection
 
 from app.logs import configure_logging
 from app.settings import ConfigError, Settings
-from workers.dashboard_guard import ActionGuard, EscapingLoader
+from workers.ops.dashboard_guard import ActionGuard, EscapingLoader
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 

@@ -1,18 +1,23 @@
 """The `webhooks` command: run the worker, the dashboard or a dev stack, and operate events.
 
-Subcommands live in small modules: `cli_dead` (dead letters), `cli_events` (the ledger),
-`cli_replay` (replay of missed events).
+Each process's code lives in its own package (`workers/runtime`, `workers/ops`,
+`workers/dev`) and is imported only by the subcommand that runs it. The operator
+subcommands live in small modules: `dead_cli` (dead letters), `events_cli` (the ledger),
+`replay_cli` (replay of missed events).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from app.settings import ConfigError
-from workers.cli_common import CommandError, load_settings
-from workers.cli_dead import dead
-from workers.cli_events import events
-from workers.cli_replay import replay
+from workers.ops.common import CommandError, load_settings
+from workers.ops.dead_cli import dead
+from workers.ops.events_cli import events
+from workers.ops.replay_cli import replay
 
 
 @click.group()
@@ -22,10 +27,20 @@ def main() -> None:
 
 @main.command()
 @click.option("--burst", is_flag=True, help="Exit once the queue is empty.")
-def worker(burst: bool) -> None:
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    default=["."],
+    show_default=True,
+    help="Where WEBHOOK_HANDLERS modules are looked for, before installed packages.",
+)
+def worker(burst: bool, paths: tuple[str, ...]) -> None:
     """Run an RQ worker (with the retry scheduler) that runs the handlers."""
-    from workers.run import run_worker
+    from workers.runtime.run import run_worker
 
+    # As `rq worker --path` does: handler modules next to the Procfile need no install.
+    sys.path[:0] = [os.path.abspath(p) for p in paths if os.path.abspath(p) not in sys.path]
     try:
         run_worker(load_settings(), burst=burst)
     except ConfigError as exc:
@@ -39,7 +54,7 @@ def worker(burst: bool) -> None:
 @click.option("--port", default=9181, show_default=True, type=int, envvar="PORT")
 def dashboard(host: str, port: int) -> None:
     """Serve rq-dashboard for the webhook queue, behind HTTP Basic auth."""
-    from workers.dashboard import run_dashboard
+    from workers.ops.dashboard import run_dashboard
 
     try:
         run_dashboard(load_settings(), host, port)
@@ -50,7 +65,7 @@ def dashboard(host: str, port: int) -> None:
 @main.command()
 def dev() -> None:
     """Run Redis (unless REDIS_URL is set) and every Procfile process: `make run`."""
-    from workers.devstack import run_stack
+    from workers.dev.stack import run_stack
 
     run_stack()
 

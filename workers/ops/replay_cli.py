@@ -12,9 +12,10 @@ from typing import TextIO
 import click
 import httpx
 
+from app.jobstate import EventStatus
 from app.settings import Settings, SourceConfig
-from workers.cli_common import TIME, CommandError, load_settings, redis_connection
-from workers.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
+from workers.ops.common import TIME, CommandError, load_settings, redis_connection
+from workers.ops.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
 
 
 def _source(settings: Settings, name: str, provider: str | None = None) -> SourceConfig:
@@ -144,7 +145,7 @@ def replay_provider(
 @click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
 @click.option(
     "--status",
-    type=click.Choice(["dead", "done", "ignored", "stale", "queued", "retrying", "running"]),
+    type=click.Choice([str(s) for s in EventStatus]),
     help="Only events in this state (e.g. dead).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
@@ -157,6 +158,7 @@ def replay_from_ledger(
     with redis_connection(settings) as redis:
 
         def action(progress: Callable[[Counts], None]) -> Counts:
-            return replay_ledger(settings, source_config, redis, since, until, status, progress)
+            wanted = EventStatus(status) if status else None
+            return replay_ledger(settings, source_config, redis, since, until, wanted, progress)
 
         _run(as_json, action)

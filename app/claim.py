@@ -1,0 +1,130 @@
+"""The Lua scripts that put an event in Redis, with their keys and arguments named once.
+
+The claim script checks, writes the job hash exactly as RQ's `job.to_dict()` serialises it,
+registers the queue, pushes the job id, writes the ledger record, and only then sets the
+dedupe key, in one round trip that Redis runs without interleaving. Each script's KEYS and
+ARGV are the fields of a dataclass, in order; the script's first lines bind them to the
+same names (`script_prologue`), so Python and Lua cannot disagree on a position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from app.jobstate import EventStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimKeys:
+    seen_key: str  # the dedupe key (SET NX EX, last)
+    job_key: str  # RQ's job hash
+    queue_key: str  # RQ's queue list
+    queues_key: str  # RQ's set of queues
+    event_key: str  # the ledger record
+    events_key: str  # the ledger's index, by receipt time
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimArgs:
+    dedupe_ttl: int
+    job_id: str
+    ledger_ttl: int
+    received_at: float
+    job_stamp: str  # created_at and enqueued_at, as RQ formats them
+    job_data: bytes  # RQ's compressed pickle of the call
+    description: str
+    meta: bytes  # RQ's pickle of `JobMeta.to_meta()`
+    event_id: str
+    event_type: str
+    payload: bytes
+    payload_format: str  # json or form: how the worker parses the payload
+    source: str
+
+
+def script_prologue(keys: type[Any], args: type[Any]) -> str:
+    """`local <name> = KEYS[i]` / `ARGV[i]` for every field of the two dataclasses."""
+    lines = [f"local {f.name} = KEYS[{i}]" for i, f in enumerate(fields(keys), 1)]
+    lines += [f"local {f.name} = ARGV[{i}]" for i, f in enumerate(fields(args), 1)]
+    return "\n".join(lines) + "\n"
+
+
+_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _names(cls: type[Any]) -> tuple[str, ...]:
+    if cls not in _NAMES:
+        _NAMES[cls] = tuple(f.name for f in fields(cls))
+    return _NAMES[cls]
+
+
+def call(keys: Any, args: Any) -> tuple[list[str], list[Any]]:
+    """KEYS and ARGV in field order (not `astuple`: it deep-copies, on the request path)."""
+    return (
+        [getattr(keys, name) for name in _names(type(keys))],
+        [getattr(args, name) for name in _names(type(args))],
+    )
+
+
+# Every check runs before the first write, so an error never leaves half an event.
+# An event whose job still exists is a duplicate too, even after its dedupe key expired:
+# enqueuing an existing job id would merge into the old hash and run it twice.
+_CLAIM_BODY = f"""
+if redis.call('EXISTS', seen_key) == 1 or redis.call('EXISTS', job_key) == 1 then
+  return 0
+end
+local kind = redis.call('TYPE', queue_key)['ok']
+if kind ~= 'none' and kind ~= 'list' then
+  return redis.error_reply('queue key ' .. queue_key .. ' holds a ' .. kind)
+end
+redis.call('HSET', job_key, 'created_at', job_stamp, 'enqueued_at', job_stamp,
+           'data', job_data, 'description', description, 'meta', meta, CONSTANT_JOB_FIELDS)
+redis.call('SADD', queues_key, queue_key)
+redis.call('RPUSH', queue_key, job_id)
+redis.call('HSET', event_key, 'source', source, 'id', event_id, 'type', event_type,
+           'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at,
+           'job_id', job_id, 'payload', payload, 'format', payload_format)
+redis.call('EXPIRE', event_key, ledger_ttl)
+redis.call('ZADD', events_key, received_at, event_key)
+redis.call('ZREMRANGEBYSCORE', events_key, '-inf', tonumber(received_at) - tonumber(ledger_ttl))
+redis.call('SET', seen_key, '1', 'EX', dedupe_ttl)
+return 1
+"""
+
+
+def claim_script(constant_job_fields: str) -> str:
+    """The claim script with a configuration's constant job fields written in (Lua literals)."""
+    body = _CLAIM_BODY.replace("CONSTANT_JOB_FIELDS", constant_job_fields)
+    return script_prologue(ClaimKeys, ClaimArgs) + body
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueKeys:
+    job_key: str
+    queue_key: str
+    queues_key: str
+    # The ledger record to mark queued again; its own key when there is none to mark.
+    event_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueArgs:
+    job_id: str
+    mark_queued: int  # 1: set the ledger record's status back to queued (a replay)
+
+
+# Enqueues a job whose fields follow in ARGV: a log-only would-be duplicate (a job id of
+# its own), or an event re-run from the ledger (whose finished job's leftover hash goes).
+ENQUEUE = (
+    script_prologue(EnqueueKeys, EnqueueArgs)
+    + f"""
+redis.call('DEL', job_key)
+redis.call('HSET', job_key, unpack(ARGV, 3))
+redis.call('SADD', queues_key, queue_key)
+redis.call('RPUSH', queue_key, job_id)
+if mark_queued == '1' and redis.call('EXISTS', event_key) == 1 then
+  redis.call('HSET', event_key, 'status', '{EventStatus.QUEUED}')
+end
+return 1
+"""
+)

@@ -1,0 +1,120 @@
+"""Reading the event ledger: one record per accepted event, kept WEBHOOK_LEDGER_TTL.
+
+The receiver's claim script writes each record and the worker updates it
+(`workers/runtime/outcomes.py`); this module only reads, for the `webhooks events` and
+`webhooks replay ledger` commands and the dashboard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+from redis import Redis
+
+from app.formats import iso, text
+from app.jobstate import EventStatus
+from app.keys import Keys
+
+SUMMARY_FIELDS = (
+    "source",
+    "id",
+    "type",
+    "status",
+    "attempts",
+    "last_error",
+    "received_at",
+    "settled_at",
+    "job_id",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerRecord:
+    source: str
+    id: str
+    type: str
+    status: EventStatus
+    attempts: int
+    received_at: float
+    job_id: str
+    last_error: str = ""
+    settled_at: float | None = None
+    # The verified bytes, exactly as received, and how they parse; only `get` reads them.
+    payload: bytes | None = None
+    payload_format: str = "json"
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, bytes]) -> LedgerRecord:
+        def field(name: str) -> str:
+            value = fields.get(name)
+            return text(value) if value is not None else ""
+
+        settled = field("settled_at")
+        return cls(
+            source=field("source"),
+            id=field("id"),
+            type=field("type"),
+            status=EventStatus(field("status") or EventStatus.QUEUED),
+            attempts=int(field("attempts") or 0),
+            received_at=float(field("received_at") or 0),
+            job_id=field("job_id"),
+            last_error=field("last_error"),
+            settled_at=float(settled) if settled else None,
+            payload=fields.get("payload"),
+            payload_format=field("format") or "json",
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The record as JSON-ready fields with ISO 8601 times, without the payload."""
+        return {
+            "source": self.source,
+            "id": self.id,
+            "type": self.type,
+            "status": str(self.status),
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "received_at": iso(self.received_at),
+            "settled_at": iso(self.settled_at),
+            "job_id": self.job_id,
+        }
+
+
+class EventLedger:
+    def __init__(self, keys: Keys, connection: Redis) -> None:
+        self.keys = keys
+        self.connection = connection
+
+    def get(self, source: str, event_id: str) -> LedgerRecord | None:
+        fields = cast(
+            dict[bytes, bytes], self.connection.hgetall(self.keys.event(source, event_id))
+        )
+        return LedgerRecord.from_fields({text(k): v for k, v in fields.items()}) if fields else None
+
+    def find(
+        self,
+        source: str | None = None,
+        status: EventStatus | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[LedgerRecord]:
+        """Records received in [since, until], oldest first, without their payloads."""
+        low = since if since is not None else "-inf"
+        high = until if until is not None else "+inf"
+        keys = cast(list[bytes], self.connection.zrangebyscore(self.keys.events, low, high))
+        if source is not None:
+            keys = [k for k in keys if text(k).startswith(self.keys.event(source, ""))]
+        with self.connection.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hmget(key, *SUMMARY_FIELDS)
+            rows = pipe.execute() if keys else []
+        found = []
+        for values in rows:
+            if values[0] is None:
+                continue  # expired since it was indexed
+            record = LedgerRecord.from_fields(
+                {f: v for f, v in zip(SUMMARY_FIELDS, values, strict=True) if v is not None}
+            )
+            if status is None or record.status == status:
+                found.append(record)
+        return found
