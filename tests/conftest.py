@@ -6,27 +6,35 @@ import hashlib
 import hmac
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
 from redis import Redis
 
+from app.keys import job_id_for
 from app.main import create_app
 from app.settings import Settings
+from workers import Event, handler
 from workers.dev.redis_server import RedisServer
+from workers.ops.cli import main
 from workers.registry import registry
 from workers.runtime.run import build_worker
 from workers.runtime.worker import WebhookWorker
 
 SECRET = "test-secret-of-inbound"
-# The dashboard login of the stacks the process tests start.
-AUTH = ("ops", "stack-dashboard-password")
+# The dashboard login, in the settings tests build and in the stacks they start.
+AUTH = ("ops", "dashboard-password")
 OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_")
 ROOT = Path(__file__).resolve().parent.parent
+
+if TYPE_CHECKING:
+    from tests.processes import RedisProxy
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +63,37 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 
 @pytest.fixture
+def make_redis(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
+    """Starts a Redis of a test's own (AOF, fsync always) with the given options; stops it."""
+    servers: list[RedisServer] = []
+
+    def make(**options: Any) -> RedisServer:
+        server = RedisServer(tmp_path / f"redis-{len(servers)}", **options).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def make_proxy() -> Iterator[Callable[[int], RedisProxy]]:
+    """A TCP proxy in front of a Redis port, closed when the test ends."""
+    from tests.processes import RedisProxy
+
+    proxies: list[RedisProxy] = []
+
+    def make(port: int) -> RedisProxy:
+        proxies.append(RedisProxy(port).start())
+        return proxies[-1]
+
+    yield make
+    for proxy in proxies:
+        proxy.close()
+
+
+@pytest.fixture
 def redis(redis_server: RedisServer) -> Iterator[Redis]:
     client = Redis.from_url(redis_server.url)
     client.flushall()
@@ -70,8 +109,8 @@ def make_settings(redis_server: RedisServer) -> Callable[..., Settings]:
             "webhook_signing_secret": SECRET,
             "webhook_retry_intervals": "0",
             "webhook_max_retries": 2,
-            "rq_dashboard_username": "ops",
-            "rq_dashboard_password": "dashboard-password",
+            "rq_dashboard_username": AUTH[0],
+            "rq_dashboard_password": AUTH[1],
         }
         values.update(overrides)
         return Settings.load(_env_file=None, **values)
@@ -188,6 +227,44 @@ def make_harness(
         return Harness(settings, make_client(settings), redis)
 
     return make
+
+
+def webhooks(*args: str, stdin: str | None = None) -> Result:
+    """Run the `webhooks` command in-process (its environment comes from `cli_env`)."""
+    return CliRunner().invoke(main, list(args), input=stdin)
+
+
+@pytest.fixture
+def make_dead_letters(
+    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
+) -> Callable[..., list[str]]:
+    """Dead-letters events (id, type, error) through the real worker; returns their job ids
+    and points the `webhooks` command at them."""
+
+    def make(events: list[tuple[str, str, str]], **settings: Any) -> list[str]:
+        harness = make_harness(**settings)
+        cli_env(harness.settings)
+
+        @handler("inbound", "*")
+        def fail(event: Event) -> None:
+            raise ValueError(event.payload["cause"])
+
+        for event_id, event_type, cause in events:
+            harness.event(event_id, event_type, cause=cause)
+        harness.drain()
+        return [job_id_for("inbound", event_id) for event_id, _, _ in events]
+
+    return make
+
+
+def metric_value(text: str, name: str, **labels: str) -> float:
+    """The value of one sample of Prometheus text, or 0 when absent."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        match = re.match(rf"^{re.escape(name)}(?:{{(.*)}})? (\S+)$", line)
+        if match and ",".join(sorted((match.group(1) or "").split(","))) == wanted:
+            return float(match.group(2))
+    return 0.0
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,10 +25,10 @@ SEEN_KEY = "webhook:seen:inbound:evt_1"
 
 
 @pytest.fixture
-def proxy(redis_server: RedisServer, redis: Redis) -> Iterator[RedisProxy]:
-    proxy = RedisProxy(redis_server.port).start()
-    yield proxy
-    proxy.close()
+def proxy(
+    redis_server: RedisServer, redis: Redis, make_proxy: Callable[[int], RedisProxy]
+) -> RedisProxy:
+    return make_proxy(redis_server.port)
 
 
 def test_a_failure_inside_the_claim_script_leaves_neither_claim_nor_job(

@@ -13,35 +13,16 @@ from rq import Queue
 from rq.job import Job
 from rq.registry import FailedJobRegistry
 
-from app.keys import job_id_for
-from app.settings import Settings
-from tests.conftest import SECRET, Harness
-from workers import Event, handler
+from tests.conftest import SECRET, webhooks
 from workers.ops.cli import main
 
 Post = Callable[..., Any]
 
 
 @pytest.fixture
-def dead_letters(
-    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
-) -> list[str]:
+def dead_letters(make_dead_letters: Callable[..., list[str]]) -> list[str]:
     """Three events dead-lettered by a failing handler; the command's env points at them."""
-    harness = make_harness()
-    cli_env(harness.settings)
-
-    @handler("inbound", "*")
-    def boom(event: Event) -> None:
-        raise ValueError(f"cannot sync {event.id}")
-
-    for n in range(3):
-        harness.event(f"evt_{n}", f"type.{n}")
-    harness.drain()
-    return [job_id_for("inbound", f"evt_{n}") for n in range(3)]
-
-
-def webhooks(*args: str) -> Any:
-    return CliRunner().invoke(main, list(args))
+    return make_dead_letters([(f"evt_{n}", f"type.{n}", f"cannot sync evt_{n}") for n in range(3)])
 
 
 def test_dead_list_json_has_one_object_per_dead_letter(dead_letters: list[str]) -> None:
@@ -64,7 +45,11 @@ def test_dead_list_prints_a_table(dead_letters: list[str]) -> None:
 def test_dead_show_prints_payload_and_traceback(dead_letters: list[str]) -> None:
     result = webhooks("dead", "show", dead_letters[0], "--json")
     shown = json.loads(result.stdout)
-    assert json.loads(shown["payload"]) == {"id": "evt_0", "type": "type.0"}
+    assert json.loads(shown["payload"]) == {
+        "id": "evt_0",
+        "type": "type.0",
+        "cause": "cannot sync evt_0",
+    }
     assert "ValueError: cannot sync evt_0" in shown["traceback"]
 
 
@@ -140,19 +125,11 @@ CONTROL_BYTES = ("\x1b", "\x07", "\r", "\x08", "\u202e")
 
 
 @pytest.fixture
-def hostile_dead_letter(
-    make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
-) -> str:
-    harness = make_harness()
-    cli_env(harness.settings)
-
-    @handler("inbound", "*")
-    def echo(event: Event) -> None:
-        raise ValueError(f"bad note {event.payload['note']}")
-
-    harness.event("evt_term", "order." + TERMINAL_ATTACKS, note=TERMINAL_ATTACKS)
-    harness.drain()
-    return job_id_for("inbound", "evt_term")
+def hostile_dead_letter(make_dead_letters: Callable[..., list[str]]) -> str:
+    [job_id] = make_dead_letters(
+        [("evt_term", "order." + TERMINAL_ATTACKS, f"bad note {TERMINAL_ATTACKS}")]
+    )
+    return job_id
 
 
 @pytest.mark.parametrize(
@@ -178,4 +155,4 @@ def test_human_output_shows_control_characters_escaped(
 def test_json_output_stays_exact(hostile_dead_letter: str) -> None:
     shown = json.loads(webhooks("dead", "show", hostile_dead_letter, "--json").stdout)
     assert shown["type"] == "order." + TERMINAL_ATTACKS
-    assert json.loads(shown["payload"])["note"] == TERMINAL_ATTACKS
+    assert json.loads(shown["payload"])["cause"] == f"bad note {TERMINAL_ATTACKS}"

@@ -10,12 +10,10 @@ from redis import Redis
 
 from app.keys import job_id_for
 from app.settings import ConfigError, Settings
-from tests.conftest import Harness
+from tests.conftest import AUTH, Harness
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.dashboard_guard import action_endpoints, escape_interpolations
-
-AUTH = ("ops", "dashboard-password")
 
 
 @pytest.mark.parametrize("missing", ["rq_dashboard_username", "rq_dashboard_password"])
@@ -26,9 +24,7 @@ def test_the_dashboard_refuses_to_start_without_credentials(
         create_dashboard(make_settings(**{missing: None}))
 
 
-@pytest.mark.parametrize(
-    "auth", [None, ("ops", "wrong"), ("other", "dashboard-password"), ("", "")]
-)
+@pytest.mark.parametrize("auth", [None, (AUTH[0], "wrong"), ("other", AUTH[1]), ("", "")])
 def test_every_page_needs_the_login(
     make_settings: Callable[..., Settings], redis: Redis, auth: tuple[str, str] | None
 ) -> None:

@@ -83,7 +83,10 @@ def test_every_process_refuses_a_bad_configuration_in_one_line(
         "RQ_DASHBOARD_PASSWORD": AUTH[1],
     }
     process = start(name, {**base, **env}, tmp_path)
-    assert process.popen.wait(30) != 0
+    try:
+        assert process.popen.wait(30) != 0
+    finally:
+        process.stop()
     output = process.output()
     assert [line for line in output.splitlines() if message in line], output
     assert "Traceback" not in output and SECRET not in output

@@ -44,16 +44,16 @@ def test_an_accepted_event_is_recorded_with_its_payload_in_the_same_round_trip(
     post_event: Post,
     redis: Redis,
     redis_server: RedisServer,
+    make_proxy: Callable[[int], RedisProxy],
 ) -> None:
     settings = harness.settings
-    proxy = RedisProxy(redis_server.port).start()
+    proxy = make_proxy(redis_server.port)
     client = make_client(settings.model_copy(update={"redis_url": proxy.url}))
     post_event(client, event_body("evt_0"))  # loads the script
     proxy.log.clear()
     post_event(client, event_body("evt_1", "order.created", amount=5))
     # Claim, enqueue and ledger record: one round trip, one script call.
     assert len(proxy.log) == 1 and proxy.log[0].count(b"EVALSHA") == 1
-    proxy.close()
     stored = record(redis, "evt_1")
     assert (stored["status"], stored["type"], stored["attempts"]) == (
         "queued",

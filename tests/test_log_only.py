@@ -14,7 +14,7 @@ from rq import Queue
 from app.keys import job_id_for
 from app.settings import ConfigError, Settings
 from tests.conftest import event_body
-from tests.test_metrics import value
+from tests.conftest import metric_value as value
 
 
 def test_log_only_still_enqueues_a_duplicate_marks_it_and_says_so(

@@ -8,18 +8,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import SECRET, Harness
+from tests.conftest import SECRET, Harness, webhooks
 from tests.fake_apis import FakeApi
 from workers import Event, handler
 from workers.dev.redis_server import RedisServer
-from workers.ops.cli import main
 
 NOW = int(time.time())
 
@@ -48,10 +46,6 @@ def env(
         "GITHUB_API_BASE": api.url,
     }.items():
         monkeypatch.setenv(name, value)
-
-
-def webhooks(*args: str) -> Any:
-    return CliRunner().invoke(main, list(args))
 
 
 def stripe_event(n: int, created: int) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from app.intake import SyncIntake
 from app.keys import job_id_for
 from app.providers import Delivery
 from app.settings import Settings
-from tests.conftest import Harness, event_body
+from tests.conftest import AUTH, Harness, event_body
 from workers import Event, PermanentError, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.deadletters import DeadLetters
@@ -289,7 +289,7 @@ def test_requeue_from_the_dashboard_restores_the_full_retry_budget(
     dashboard = create_dashboard(settings).test_client()
     response = dashboard.post(
         endpoint.format(job_id=job_id),
-        auth=("ops", "dashboard-password"),
+        auth=AUTH,
         headers={"Origin": "http://localhost"},
     )
     assert response.status_code == 200

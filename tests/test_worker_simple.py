@@ -13,7 +13,7 @@ from rq.registry import FailedJobRegistry
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import event_body
+from tests.conftest import drain, event_body
 from workers import Event, PermanentError, handler
 from workers.ops.deadletters import DeadLetters
 from workers.runtime.run import build_worker
@@ -38,10 +38,8 @@ def send(
     return deliver
 
 
-def drain(settings: Settings, redis: Redis) -> None:
-    worker = build_worker(settings, connection=redis)
-    assert isinstance(worker, WebhookSimpleWorker)
-    worker.work(burst=True, logging_level="WARNING")
+def test_simple_mode_builds_the_simple_worker(settings: Settings, redis: Redis) -> None:
+    assert isinstance(build_worker(settings, connection=redis), WebhookSimpleWorker)
 
 
 def test_simple_mode_settles_done_and_ignored(

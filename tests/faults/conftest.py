@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -11,8 +10,6 @@ from workers.dev.redis_server import RedisServer
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+def own_redis(make_redis: Callable[..., RedisServer]) -> RedisServer:
     """A Redis of this test's own (AOF, fsync always), on a port that survives restarts."""
-    server = RedisServer(tmp_path / "redis").start()
-    yield server
-    server.stop()
+    return make_redis()

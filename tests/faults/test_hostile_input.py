@@ -163,83 +163,77 @@ def test_slow_clients_do_not_stop_the_receiver_from_answering_others(web: Proces
 
 
 def test_secrets_never_appear_in_logs_error_bodies_or_the_dashboard(
-    tmp_path: object,
+    make_redis: Callable[..., RedisServer],
     make_stack: Callable[..., Stack],
 ) -> None:
     redis_password, signing_secret = "redis-pass-7Hq2", "signing-secret-9Zk4"
     dashboard_password = "dashboard-pass-3Vb8"
-    server = RedisServer(Path(str(tmp_path)) / "r", options={"requirepass": redis_password})
-    server.start()
-    try:
-        stack = make_stack(
-            server.url,
-            WEBHOOK_SIGNING_SECRET=signing_secret,
-            RQ_DASHBOARD_PASSWORD=dashboard_password,
-            WEBHOOK_MAX_RETRIES="0",
-        )
-        web, worker, dashboard = stack.start("web"), stack.start("worker"), stack.start("dashboard")
-        auth = (AUTH[0], dashboard_password)
-        wait_http(dashboard.url + "/", dashboard, auth=auth)
-        seen: list[str] = []
-        with httpx.Client(timeout=10) as http:
-            for body, signature in [
-                (b'{"id": "e1", "type": "order.hostile"}', None),
-                (b'{"id": "e2"}', "0" * 64),
-                (b"{bad", signing_secret),
-                (b"{}", signing_secret),
-            ]:
-                import hashlib
-                import hmac
+    server = make_redis(options={"requirepass": redis_password})
+    stack = make_stack(
+        server.url,
+        WEBHOOK_SIGNING_SECRET=signing_secret,
+        RQ_DASHBOARD_PASSWORD=dashboard_password,
+        WEBHOOK_MAX_RETRIES="0",
+    )
+    web, worker, dashboard = stack.start("web"), stack.start("worker"), stack.start("dashboard")
+    auth = (AUTH[0], dashboard_password)
+    wait_http(dashboard.url + "/", dashboard, auth=auth)
+    seen: list[str] = []
+    with httpx.Client(timeout=10) as http:
+        for body, signature in [
+            (b'{"id": "e1", "type": "order.hostile"}', None),
+            (b'{"id": "e2"}', "0" * 64),
+            (b"{bad", signing_secret),
+            (b"{}", signing_secret),
+        ]:
+            import hashlib
+            import hmac
 
-                sig = (
-                    signature or hmac.new(signing_secret.encode(), body, hashlib.sha256).hexdigest()
-                )
-                seen.append(
-                    http.post(
-                        f"{web.url}/webhooks/inbound",
-                        content=body,
-                        headers={"X-Signature-256": sig},
-                    ).text
-                )
-            redis = Redis.from_url(server.url)
-            wait_until(lambda: redis.zcard("rq:failed:webhooks") == 1, 30, "a dead letter")
-            job_id = job_id_for("inbound", "e1")
-            for path in [
-                "/",
-                "/0/data/queues.json",
-                "/0/data/workers.json",
-                "/0/view/workers",
-                f"/0/data/job/{job_id}.json",
-                "/0/data/jobs/webhooks/failed/8/asc/1.json",
-            ]:
-                seen.append(http.get(dashboard.url + path, auth=auth).text)
-            seen.append(http.get(dashboard.url + "/", auth=(AUTH[0], "wrong")).text)
-            seen += [http.get(web.url + p).text for p in ("/readyz", "/healthz", "/metrics")]
-            # The dashboard's action log lines: one refused, one taken.
-            requeue = f"{dashboard.url}/job/{job_id}/requeue"
-            seen.append(http.post(requeue, auth=auth, headers={"Origin": "http://evil"}).text)
-            seen.append(http.post(requeue, auth=auth, headers={"Origin": dashboard.url}).text)
-            wait_until(lambda: redis.zcard("rq:failed:webhooks") == 1, 30, "dead again")
-        # The operator's terminal: `webhooks dead show` and `webhooks events show`.
-        env = {**os.environ, **stack.env, "WEBHOOK_SIGNING_SECRET": signing_secret}
-        for command in (["dead", "show", job_id], ["events", "show", "inbound", "e1"]):
-            shown = subprocess.run(
-                [str(Path(sys.executable).parent / "webhooks"), *command],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
+            sig = signature or hmac.new(signing_secret.encode(), body, hashlib.sha256).hexdigest()
+            seen.append(
+                http.post(
+                    f"{web.url}/webhooks/inbound",
+                    content=body,
+                    headers={"X-Signature-256": sig},
+                ).text
             )
-            assert "e1" in shown.stdout
-            seen += [shown.stdout, shown.stderr]
-        for process in (web, worker, dashboard):
-            process.stop()
-            seen.append(process.output())
-        everything = "\n".join(seen)
-        for secret in (redis_password, signing_secret, dashboard_password):
-            assert secret not in everything
-    finally:
-        server.stop()
+        redis = Redis.from_url(server.url)
+        wait_until(lambda: redis.zcard("rq:failed:webhooks") == 1, 30, "a dead letter")
+        job_id = job_id_for("inbound", "e1")
+        for path in [
+            "/",
+            "/0/data/queues.json",
+            "/0/data/workers.json",
+            "/0/view/workers",
+            f"/0/data/job/{job_id}.json",
+            "/0/data/jobs/webhooks/failed/8/asc/1.json",
+        ]:
+            seen.append(http.get(dashboard.url + path, auth=auth).text)
+        seen.append(http.get(dashboard.url + "/", auth=(AUTH[0], "wrong")).text)
+        seen += [http.get(web.url + p).text for p in ("/readyz", "/healthz", "/metrics")]
+        # The dashboard's action log lines: one refused, one taken.
+        requeue = f"{dashboard.url}/job/{job_id}/requeue"
+        seen.append(http.post(requeue, auth=auth, headers={"Origin": "http://evil"}).text)
+        seen.append(http.post(requeue, auth=auth, headers={"Origin": dashboard.url}).text)
+        wait_until(lambda: redis.zcard("rq:failed:webhooks") == 1, 30, "dead again")
+    # The operator's terminal: `webhooks dead show` and `webhooks events show`.
+    env = {**os.environ, **stack.env, "WEBHOOK_SIGNING_SECRET": signing_secret}
+    for command in (["dead", "show", job_id], ["events", "show", "inbound", "e1"]):
+        shown = subprocess.run(
+            [str(Path(sys.executable).parent / "webhooks"), *command],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "e1" in shown.stdout
+        seen += [shown.stdout, shown.stderr]
+    for process in (web, worker, dashboard):
+        process.stop()
+        seen.append(process.output())
+    everything = "\n".join(seen)
+    for secret in (redis_password, signing_secret, dashboard_password):
+        assert secret not in everything
 
 
 def test_concurrent_duplicates_across_two_receivers_make_one_job(

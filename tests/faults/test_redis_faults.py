@@ -87,53 +87,41 @@ def test_every_acknowledged_event_survives_redis_sigkill(
     ],
 )
 def test_startup_warns_when_redis_could_lose_acknowledged_events(
-    tmp_path: object,
+    make_redis: Callable[..., RedisServer],
     make_settings: Callable[..., Settings],
     capfd: pytest.CaptureFixture[str],
     extra: dict[str, str],
     warning: str,
 ) -> None:
-    from pathlib import Path
-
     from app.main import create_app
 
-    server = RedisServer(Path(str(tmp_path)) / "r", options=extra).start()
-    try:
-        with TestClient(create_app(make_settings(redis_url=server.url))):
-            pass
-        lines = [json.loads(x) for x in capfd.readouterr().err.splitlines() if x.startswith("{")]
-        assert any(warning in line.get("msg", "") for line in lines)
-        with (
-            pytest.raises(ConfigError, match="WEBHOOK_REQUIRE_DURABLE_REDIS"),
-            TestClient(
-                create_app(make_settings(redis_url=server.url, webhook_require_durable_redis=True))
-            ),
-        ):
-            pass
-    finally:
-        server.stop()
+    server = make_redis(options=extra)
+    with TestClient(create_app(make_settings(redis_url=server.url))):
+        pass
+    lines = [json.loads(x) for x in capfd.readouterr().err.splitlines() if x.startswith("{")]
+    assert any(warning in line.get("msg", "") for line in lines)
+    with (
+        pytest.raises(ConfigError, match="WEBHOOK_REQUIRE_DURABLE_REDIS"),
+        TestClient(
+            create_app(make_settings(redis_url=server.url, webhook_require_durable_redis=True))
+        ),
+    ):
+        pass
 
 
 def test_a_redis_that_forbids_config_is_reported_once_and_startup_goes_on(
-    tmp_path: object,
+    make_redis: Callable[..., RedisServer],
     make_settings: Callable[..., Settings],
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from pathlib import Path
-
     from app.main import create_app
 
-    server = RedisServer(
-        Path(str(tmp_path)) / "r", extra=("--rename-command", "CONFIG", "")
-    ).start()
-    try:
-        settings = make_settings(redis_url=server.url, webhook_require_durable_redis=True)
-        with TestClient(create_app(settings)) as client:
-            assert client.get("/readyz").status_code == 200
-        err = capfd.readouterr().err
-        assert err.count("CONFIG GET refused") == 1
-    finally:
-        server.stop()
+    server = make_redis(extra=("--rename-command", "CONFIG", ""))
+    settings = make_settings(redis_url=server.url, webhook_require_durable_redis=True)
+    with TestClient(create_app(settings)) as client:
+        assert client.get("/readyz").status_code == 200
+    err = capfd.readouterr().err
+    assert err.count("CONFIG GET refused") == 1
 
 
 def test_a_durable_redis_raises_no_warning(

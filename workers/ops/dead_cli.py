@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -132,15 +134,19 @@ def dead_show(job_id: str, as_json: bool) -> None:
     click.echo(block(traceback or "(none recorded)"))
 
 
-def _bulk(
-    verb: str,
-    ids: tuple[str, ...],
-    all_: bool,
-    dry_run: bool,
-    yes: bool,
-    filters: dict[str, Any],
-    act: Callable[[DeadLetters], Callable[[str], bool]],
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The dead letters a bulk command acts on, and how they were chosen."""
+
+    job_ids: list[str]
+    named: bool  # given as JOB_ID arguments, not by --all or filters
+
+
+@contextmanager
+def _selected(
+    ids: tuple[str, ...], all_: bool, filters: Any
+) -> Iterator[tuple[DeadLetters, Targets]]:
+    """The dead-letter store and the letters chosen by JOB_IDs, --all, or filters."""
     selection = _selection(**filters)
     if sum([bool(ids), all_, not selection.empty]) != 1:
         raise click.UsageError(
@@ -150,23 +156,23 @@ def _bulk(
     settings = load_settings()
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
-        targets = list(ids) if ids else [x.job_id for x in store.find(selection)]
-        if dry_run:
-            for letter in store.find():
-                if letter.job_id in targets:
-                    click.echo(json.dumps(letter.as_dict()))
-            click.echo(f"would {verb} {len(targets)} dead letter(s)", err=True)
-            return
-        if verb == "purge" and not ids and not yes:
-            click.confirm(f"Delete {len(targets)} dead letter(s) for good?", abort=True)
-        action = act(store)
-        done, missing = 0, []
-        for job_id in targets:
-            if action(job_id):
-                done += 1
-            else:
-                missing.append(job_id)
-    click.echo(f"{verb}d {done} dead letter(s)")
+        if ids:
+            yield store, Targets(list(ids), named=True)
+        else:
+            yield store, Targets([x.job_id for x in store.find(selection)], named=False)
+
+
+def _dry_run(store: DeadLetters, targets: Targets, would: str) -> None:
+    for letter in store.find():
+        if letter.job_id in targets.job_ids:
+            click.echo(json.dumps(letter.as_dict()))
+    click.echo(f"would {would} {len(targets.job_ids)} dead letter(s)", err=True)
+
+
+def _apply(action: Callable[[str], bool], targets: Targets, did: str) -> None:
+    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
+    missing = [job_id for job_id in targets.job_ids if not action(job_id)]
+    click.echo(f"{did} {len(targets.job_ids) - len(missing)} dead letter(s)")
     if missing:
         click.echo(f"not dead letters (skipped): {cell(' '.join(missing))}", err=True)
         sys.exit(1)
@@ -179,7 +185,11 @@ def _bulk(
 @selection_options
 def dead_requeue(job_ids: tuple[str, ...], all_: bool, dry_run: bool, **filters: Any) -> None:
     """Put dead letters back on the queue, each with its full retry budget."""
-    _bulk("requeue", job_ids, all_, dry_run, True, filters, lambda store: store.requeue)
+    with _selected(job_ids, all_, filters) as (store, targets):
+        if dry_run:
+            _dry_run(store, targets, "requeue")
+        else:
+            _apply(store.requeue, targets, "requeued")
 
 
 @dead.command("purge")
@@ -192,4 +202,11 @@ def dead_purge(
     job_ids: tuple[str, ...], all_: bool, dry_run: bool, yes: bool, **filters: Any
 ) -> None:
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
-    _bulk("purge", job_ids, all_, dry_run, yes, filters, lambda store: store.purge)
+    with _selected(job_ids, all_, filters) as (store, targets):
+        if dry_run:
+            _dry_run(store, targets, "purge")
+            return
+        if not targets.named and not yes:
+            count = len(targets.job_ids)
+            click.confirm(f"Delete {count} dead letter(s) for good?", abort=True)
+        _apply(store.purge, targets, "purged")

@@ -81,18 +81,19 @@ def settle(
 
 
 def log_outcome(
-    job: Job, meta: JobMeta, status: EventStatus, error: str = "", delay: int | None = None
+    job: Job,
+    meta: JobMeta,
+    status: EventStatus,
+    error: str = "",
+    delay: int | None = None,
+    retries_left: int | None = None,
 ) -> None:
     """The one JSON line of a terminal state (or of a scheduled retry)."""
     fields: dict[str, Any] = {"job_id": job.id, "attempt": meta.attempts}
     if status is EventStatus.RETRYING:
+        left = job.retries_left if retries_left is None else retries_left
         log_state(
-            "retry_scheduled",
-            *meta.labels,
-            delay=delay,
-            retries_left=job.retries_left,
-            error=error,
-            **fields,
+            "retry_scheduled", *meta.labels, delay=delay, retries_left=left, error=error, **fields
         )
     elif status is EventStatus.DEAD:
         log_state("dead_lettered", *meta.labels, permanent=meta.permanent, error=error, **fields)

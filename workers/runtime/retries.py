@@ -63,7 +63,12 @@ def on_failure(
         # `job.retry` enqueues at once when there is no interval. RQ saves the job without
         # the field when it is None, so the stored intervals stay for later failures.
         job.retry_intervals = None
-    log_outcome(job, meta, status, ORPHANED, delay=0 if retry else None)
+    if retry:  # logged before RQ's retry takes one from the budget
+        log_outcome(
+            job, meta, status, ORPHANED, delay=0, retries_left=int(job.retries_left or 1) - 1
+        )
+    else:
+        log_outcome(job, meta, status, ORPHANED)
 
 
 def last_error(exc_string: str, limit: int = 500) -> str:
