@@ -30,6 +30,7 @@ from workers.runtime.worker import WebhookWorker
 SECRET = "test-secret-of-inbound"
 # The dashboard login, in the settings tests build and in the stacks they start.
 AUTH = ("ops", "dashboard-password")
+# The variables of ours a developer's shell may have set.
 OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_")
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,10 +42,7 @@ if TYPE_CHECKING:
 def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The developer's own configuration must not leak into what a test builds."""
     for name in list(os.environ):
-        if (
-            name.startswith(("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_"))
-            or name == "REDIS_URL"
-        ):
+        if name.startswith(OWN_VARIABLES) or name == "REDIS_URL":
             monkeypatch.delenv(name)
 
 
