@@ -8,12 +8,14 @@ from starlette.requests import Request
 
 from app.errors import BodyTooLarge, InvalidPayload
 
-# After refusing a body, read and discard up to this much more of it (and for this long)
-# before answering. Many clients write the whole body before they read, and a server that
-# closes on unread input makes the kernel send a reset: the client then sees a broken
-# connection instead of the 413, and retries what can never succeed.
+# After refusing a body, read and discard up to this much more of it (for at most this
+# long, and while it keeps coming) before answering. Many clients write the whole body
+# before they read, and a server that closes on unread input makes the kernel send a reset:
+# the client then sees a broken connection instead of the 413, and retries what can never
+# succeed. A client that pauses is waiting for the answer: it gets it then.
 DRAIN_BYTES = 32 * 1024 * 1024
 DRAIN_SECONDS = 10.0
+DRAIN_IDLE_SECONDS = 0.5
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -50,7 +52,7 @@ async def _discard_rest(request: Request, declared: int | None) -> None:
     try:
         async with asyncio.timeout(DRAIN_SECONDS):
             while discarded <= DRAIN_BYTES:
-                message = await request.receive()
+                message = await asyncio.wait_for(request.receive(), DRAIN_IDLE_SECONDS)
                 discarded += len(message.get("body", b""))
                 if message["type"] != "http.request" or not message.get("more_body", False):
                     return

@@ -76,8 +76,10 @@ class Settings(BaseSettings):
     webhook_job_timeout: int = Field(300, ge=1)
     # How often a worker looks for jobs orphaned by a dead worker; RQ's own default is 600 s.
     webhook_maintenance_interval: int = Field(30, ge=1)
-    # fork: a work-horse process per job (isolation); simple: handlers run in the worker.
+    # fork: handlers run in a child process per batch (isolation); simple: in the worker.
     webhook_worker_mode: Literal["fork", "simple"] = "fork"
+    # Jobs a worker takes per round trip: fewer, larger Redis writes (each one fsynced).
+    webhook_batch_size: int = Field(50, ge=1, le=1000)
     # Refuse to start when Redis could lose acknowledged events (AOF off, fsync not always).
     webhook_require_durable_redis: bool = False
     # Seconds the event ledger (and the entity versions of the version guard) are kept.

@@ -17,7 +17,6 @@ from tests.conftest import drain, event_body
 from workers import Event, PermanentError, handler
 from workers.ops.deadletters import DeadLetters
 from workers.runtime.run import build_worker
-from workers.runtime.worker import WebhookSimpleWorker
 
 
 @pytest.fixture
@@ -38,8 +37,8 @@ def send(
     return deliver
 
 
-def test_simple_mode_builds_the_simple_worker(settings: Settings, redis: Redis) -> None:
-    assert isinstance(build_worker(settings, connection=redis), WebhookSimpleWorker)
+def test_simple_mode_runs_handlers_in_the_worker_process(settings: Settings, redis: Redis) -> None:
+    assert build_worker(settings, connection=redis).isolated is False
 
 
 def test_simple_mode_settles_done_and_ignored(

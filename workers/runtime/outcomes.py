@@ -1,17 +1,18 @@
 """What the worker records when an attempt starts or settles: the job's meta, the ledger
 record, the outcome counters, and one log line per terminal state.
 
-The writes go on a pipeline the caller sends, so each state change is one round trip. A
-ledger record is only updated while it exists: one that outlived WEBHOOK_LEDGER_TTL is not
-brought back without its TTL.
+The writes are queued on whatever the caller sends them with (a pipeline, or the batch
+runner's stream of commands whose replies it reads later), so a state change never costs a
+round trip of its own. A ledger record is only updated while it exists: one that outlived
+WEBHOOK_LEDGER_TTL is not brought back without its TTL. A settled event's payload is
+written into its record then: until it settles, the job holds the only copy.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
-from redis.client import Pipeline
 from rq.job import Job
 
 from app.jobstate import EventStatus, JobMeta, Outcome
@@ -26,25 +27,31 @@ return 0
 """
 
 
+class Commands(Protocol):
+    """A pipeline, or anything else that queues Redis commands."""
+
+    def execute_command(self, *args: Any, **options: Any) -> Any: ...
+
+
 def meta_of(job: Job) -> JobMeta:
     return JobMeta.from_meta(job.meta)
 
 
-def save_meta(pipe: Pipeline, job: Job, meta: JobMeta) -> None:
-    """`job.save_meta()`, on a pipeline."""
+def save_meta(commands: Commands, job: Job, meta: JobMeta) -> None:
+    """`job.save_meta()`, queued."""
     job.meta = meta.to_meta()
-    pipe.hset(job.key, "meta", job.serializer.dumps(job.meta))
+    commands.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
 
 
 def record(
-    pipe: Pipeline,
+    commands: Commands,
     job: Job,
     meta: JobMeta,
     status: EventStatus,
     outcome: Outcome | None = None,
     **fields: Any,
 ) -> None:
-    """Queue the ledger update and the counter increment of one outcome on `pipe`."""
+    """Queue the ledger update and the counter increment of one outcome."""
     if not meta.prefix:
         return  # a job enqueued by something else than the receiver
     keys = Keys(meta.prefix, job.origin)
@@ -55,18 +62,31 @@ def record(
     # EVAL with the text, not a registered script: in a pipeline, redis-py checks
     # registered scripts with an extra SCRIPT EXISTS round trip on every execute, while
     # Redis caches the compiled script by its text's hash anyway.
-    pipe.eval(UPDATE_IF_PRESENT, 1, keys.event(meta.source, meta.event_id), *args)
+    commands.execute_command(
+        "EVAL", UPDATE_IF_PRESENT, 1, keys.event(meta.source, meta.event_id), *args
+    )
     if outcome is not None:
-        pipe.hincrby(keys.stats(meta.source), str(outcome), 1)
+        commands.execute_command("HINCRBY", keys.stats(meta.source), str(outcome), 1)
+
+
+def begin(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:
+    """An attempt starts: its meta (attempts counted), its budget, the ledger."""
+    save_meta(commands, job, meta)
+    commands.execute_command("HSET", job.key, "retries_left", job.retries_left or 0)
+    if job.retry_intervals is not None:
+        intervals = "[" + ",".join(str(int(v)) for v in job.retry_intervals) + "]"
+        commands.execute_command("HSET", job.key, "retry_intervals", intervals)
+    record(commands, job, meta, EventStatus.RUNNING, Outcome.REQUEUED if requeued else None)
 
 
 def settle(
-    pipe: Pipeline,
+    commands: Commands,
     job: Job,
     meta: JobMeta,
     status: EventStatus,
     outcome: Outcome,
     error: str = "",
+    payload: bytes | None = None,
 ) -> None:
     """The meta and ledger writes of a settled attempt (done, retrying or dead)."""
     meta.state = status
@@ -76,8 +96,11 @@ def settle(
         meta.dead_at = time.time()
     elif status.settled:
         meta.settled_at = time.time()
-    save_meta(pipe, job, meta)
-    record(pipe, job, meta, status, outcome, **({"last_error": error} if error else {}))
+    save_meta(commands, job, meta)
+    fields: dict[str, Any] = {"last_error": error} if error else {}
+    if payload is not None and status.settled:
+        fields["payload"] = payload
+    record(commands, job, meta, status, outcome, **fields)
 
 
 def log_outcome(

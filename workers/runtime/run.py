@@ -17,7 +17,7 @@ from rq import Queue
 from app.logs import configure_logging, logger
 from app.settings import ConfigError, Settings
 from workers.registry import registry
-from workers.runtime.worker import WebhookSimpleWorker, WebhookWorker, WebhookWorkerMixin
+from workers.runtime.worker import WebhookWorker
 
 
 def import_handlers(settings: Settings) -> None:
@@ -37,11 +37,10 @@ def import_handlers(settings: Settings) -> None:
         logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
 
 
-def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorkerMixin:
+def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorker:
     connection = connection or Redis.from_url(settings.redis_url)
     queue = Queue(settings.webhook_queue, connection=connection)
-    cls = WebhookSimpleWorker if settings.webhook_worker_mode == "simple" else WebhookWorker
-    return cls(
+    return WebhookWorker(
         [queue],
         connection=connection,
         settings=settings,
@@ -58,7 +57,7 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     delay = 1.0
     while True:
         started = time.monotonic()
-        worker: WebhookWorkerMixin | None = None
+        worker: WebhookWorker | None = None
         try:
             worker = build_worker(settings)
             worker.work(burst=burst, with_scheduler=True, logging_level="INFO")

@@ -1,162 +1,245 @@
-"""The RQ worker of the `worker:` Procfile line.
+"""The worker of the `worker:` Procfile line: RQ's worker, taking its jobs in batches.
 
-A plain RQ `Worker` (one forked work-horse per job, so a crashing or leaking handler cannot
-take the worker down) that also:
-- counts every attempt in the job's meta and gives the full retry budget back to a job
-  requeued from the dead letters by anything that is not our command (`retries.py`);
-- once RQ has settled an attempt, records its state in the meta (where rq-dashboard and the
-  `webhooks` command show it), in the ledger, in the counters, and in one log line
-  (`outcomes.py`).
-RQ itself handles SIGTERM: the current job finishes, then the worker exits.
+RQ's own loop runs it (registration, signals, maintenance, the scheduler, teardown); what
+differs is one job at a time becoming a batch (`batch.py`): taken in one round trip, begun
+in one pipeline, run one handler after another in a forked child (`runner.py`), and settled
+in one pipeline with this project's writes (meta, ledger, counters) riding along.
 
-Recovery is faster than RQ's defaults: a job whose worker died (worker and work-horse
-killed) is found by another worker's maintenance sweep within about 20 s, not about eleven
-minutes (heartbeats every 5 s that expire after 15 s instead of 60+, an idle worker waking
-every 20 s, a sweep every WEBHOOK_MAINTENANCE_INTERVAL). Starting and supervising the
-process is `run.py`'s concern.
+- WEBHOOK_WORKER_MODE=fork (the default): one child per batch, so a crashing or leaking
+  handler cannot take the worker down. If the child dies, the worker knows from its reports
+  which jobs ended: those settle as they ended, the one that was running counts a failed
+  attempt, and the rest go back to the head of the queue with no attempt counted.
+- WEBHOOK_WORKER_MODE=simple: the same in the worker process, for trusted handlers.
+A killed worker's batch is recovered by another worker's sweep of the started registry,
+within about 20 s (heartbeats every 5 s that expire after 15 s; `retries.py`).
 """
 
 from __future__ import annotations
 
-import time
+import os
+import pickle
+import select
+import signal
+import struct
 from types import FrameType
 from typing import Any
 
-from rq import Queue, SimpleWorker, Worker
-from rq.executions import Execution
-from rq.job import Job, JobStatus
-from rq.registry import StartedJobRegistry
-from rq.worker import BaseWorker
+from rq import Queue
+from rq.job import Job
+from rq.utils import now
+from rq.worker import BaseWorker, WorkerStatus
 
-from app.jobstate import EventStatus, Outcome
-from app.logs import log_state
+from app.jobstate import EventCall, EventStatus, JobMeta, Outcome
 from app.settings import Settings
-from workers.runtime.outcomes import log_outcome, meta_of, record, save_meta, settle
-from workers.runtime.retries import last_error, restore_budget, retry_delay
+from workers.runtime import batch as batches
+from workers.runtime.batch import Batch, Fate
+from workers.runtime.outcomes import log_outcome, meta_of, settle
+from workers.runtime.retries import last_error, retry_delay
+from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
 
-# Seconds between heartbeats of a running job, and how long a missed one is tolerated.
+# Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
 HEARTBEAT_INTERVAL = 5
 HEARTBEAT_GRACE = 10
 # An idle worker blocks on the queue for WORKER_TTL - 15 s, then runs due maintenance.
 WORKER_TTL = 35
 SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
+_LENGTH = struct.Struct("!I")
 
 
-class WebhookWorkerMixin(BaseWorker):
-    """What every webhook worker adds to RQ's, forking (the default) or not."""
-
-    _last_beat = 0.0
-
+class WebhookWorker(BaseWorker):
     def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_INTERVAL)
         kwargs.setdefault("worker_ttl", WORKER_TTL)
         super().__init__(*args, **kwargs)
         self.settings = settings
+        self.isolated = settings.webhook_worker_mode == "fork"
         self.stop_signalled = False
+        self.stop_after_current = StopAfterCurrent()
+        self._batch: Batch | None = None
+        self._child = 0
 
-    def heartbeat(self, timeout: int | None = None, pipeline: Any = None) -> None:
-        # RQ beats twice per job, each time a round trip: a third of a no-op job's cost.
-        # The worker's key lives WORKER_TTL, so one beat per HEARTBEAT_INTERVAL is plenty;
-        # beats that set a job's TTL (with a timeout or inside a pipeline) always go out.
-        now = time.monotonic()
-        if timeout is None and pipeline is None and now - self._last_beat < HEARTBEAT_INTERVAL:
-            return
-        self._last_beat = now
-        super().heartbeat(timeout, pipeline)
+    # --- RQ's loop: what it dequeues is a batch, what it executes is that batch --------------
+
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> tuple[Job, Queue] | None:
+        self.set_state(WorkerStatus.IDLE)
+        listening = "Listening on " + ",".join(self.queue_names())
+        self.procline(listening)  # type: ignore[no-untyped-call]
+        queue = self.queues[0]
+        idle_since = now()
+        while True:
+            self.heartbeat()
+            if self.should_run_maintenance_tasks:
+                self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+            block = timeout
+            if max_idle_time is not None and timeout is not None:
+                left = max_idle_time - (now() - idle_since).total_seconds()
+                if left <= 0:
+                    return None
+                block = max(1, min(timeout, int(left)))
+            found = batches.take(self.connection, queue, self.settings.webhook_batch_size, block)
+            if found is not None:
+                self._batch = found
+                return found.entries[0].job, queue
+            if timeout is None:
+                return None  # burst: the queue is empty
+
+    def execute_job(self, job: Job, queue: Queue) -> None:
+        batch, self._batch = self._batch, None
+        assert batch is not None and batch.entries[0].job is job
+        with self.connection.pipeline() as pipe:
+            batches.begin(pipe, self, batch, self.get_heartbeat_ttl(job))
+            self.set_state(WorkerStatus.BUSY, pipeline=pipe)
+            self.heartbeat(self.get_heartbeat_ttl(job), pipeline=pipe)
+            pipe.execute()
+        if self.isolated:
+            self.run_in_child(batch)
+        else:
+            run_batch(
+                batch.jobs,
+                self.connection,
+                self.settings,
+                self.reported(batch),
+                self.stop_after_current,
+            )
+        self.settle(batch)
+        self.set_state(WorkerStatus.IDLE)
+
+    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
+        # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
+        # least a minute before any sweep may retry it.
+        return int(self.job_monitoring_interval) + HEARTBEAT_GRACE
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signalled = True
+        self.stop_after_current.request()
+        if self._child:
+            os.kill(self._child, signal.SIGUSR1)  # finish the running handler, start no other
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
-    def execute_job(self, job: Job, queue: Queue) -> None:
-        self.begin_attempt(job)
-        super().execute_job(job, queue)
+    # --- a batch in a child -------------------------------------------------------------------
 
-    def begin_attempt(self, job: Job) -> None:
-        meta = meta_of(job)
-        requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
-        if requeued:
-            restore_budget(job, meta, self.settings)
-            log_state("requeued", *meta.labels, job_id=job.id, by="rq")
-        meta.attempts += 1
-        meta.state = EventStatus.RUNNING
-        with self.connection.pipeline(transaction=False) as pipe:
-            save_meta(pipe, job, meta)
-            pipe.hset(job.key, "retries_left", job.retries_left or 0)
-            if job.retry_intervals is not None:
-                pipe.hset(job.key, "retry_intervals", _json_list(job.retry_intervals))
-            record(pipe, job, meta, EventStatus.RUNNING, Outcome.REQUEUED if requeued else None)
+    def run_in_child(self, batch: Batch) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: run, report through the pipe, exit without cleanup
+            os.close(read_end)
+            os.setpgrp()  # the worker's process group gets Ctrl+C; the child finishes its job
+            child_signals(self.stop_after_current)
+            code = 1
+            try:
+                run_batch(
+                    batch.jobs,
+                    self.connection,
+                    self.settings,
+                    lambda report: _send(write_end, report),
+                    self.stop_after_current,
+                )
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        self._child = self._horse_pid = pid
+        try:
+            self.monitor(batch, read_end)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(read_end)
+            self._child = self._horse_pid = 0
+        if status != 0:
+            self.child_died(batch, status)
+
+    def monitor(self, batch: Batch, read_end: int) -> None:
+        """Read the child's reports as they come; between them, keep the batch alive and
+        stop a handler that outlived its timeout."""
+        apply = self.reported(batch)
+        buffer = b""
+        while True:
+            ready, _, _ = select.select([read_end], [], [], self.job_monitoring_interval)
+            if not ready:
+                self.keep_alive(batch)
+                continue
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                return
+            buffer += chunk
+            while len(buffer) >= _LENGTH.size:
+                (size,) = _LENGTH.unpack_from(buffer)
+                if len(buffer) < _LENGTH.size + size:
+                    break
+                apply(pickle.loads(buffer[_LENGTH.size : _LENGTH.size + size]))  # noqa: S301
+                buffer = buffer[_LENGTH.size + size :]
+
+    def keep_alive(self, batch: Batch) -> None:
+        with self.connection.pipeline() as pipe:
+            self.heartbeat(self.get_heartbeat_ttl(batch.entries[0].job), pipeline=pipe)
+            batches.heartbeat(pipe, batch, self.get_heartbeat_ttl(batch.entries[0].job))
             pipe.execute()
+        running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
+        if running is not None and self._child:
+            timeout = running.job.timeout or 180
+            if (now() - running.started_at).total_seconds() > timeout + 60:  # type: ignore[operator]
+                os.kill(self._child, signal.SIGKILL)  # stuck beyond the death penalty
 
-    def handle_job_success(
-        self,
-        job: Job,
-        queue: Queue,
-        started_job_registry: StartedJobRegistry,
-        execution: Execution,
-    ) -> None:
-        super().handle_job_success(job, queue, started_job_registry, execution)
-        # `deliver` put its outcome in the job's meta (the same job object, in this process).
-        status = meta_of(job).state
-        status = status if status in SUCCESS else EventStatus.DONE
-        self._settle(job, status, Outcome(str(status)))
+    def child_died(self, batch: Batch, status: int) -> None:
+        cause = f" (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status) else ""
+        for entry in batch.entries:
+            if entry.started_at and not entry.ended_at:
+                entry.fate, entry.ended_at = Fate.FAILED, now()
+                entry.exc_string = (
+                    f"Work-horse terminated unexpectedly; waitpid returned {status}{cause}"
+                )
 
-    def handle_job_failure(
-        self,
-        job: Job,
-        queue: Queue,
-        started_job_registry: StartedJobRegistry | None = None,
-        exc_string: str = "",
-        execution: Execution | None = None,
-    ) -> None:
-        delay = retry_delay(job)
-        super().handle_job_failure(
-            job,
-            queue,
-            started_job_registry=started_job_registry,
-            exc_string=exc_string,
-            execution=execution,
-        )
-        # RQ has decided: retried (scheduled or queued again), failed (our dead letters),
-        # or stopped by a command (neither: RQ keeps stopped jobs apart).
-        if job.get_status(refresh=False) in (JobStatus.SCHEDULED, JobStatus.QUEUED):
-            self._settle(job, EventStatus.RETRYING, Outcome.RETRIED, last_error(exc_string), delay)
-        else:
-            self._settle(job, EventStatus.DEAD, Outcome.DEAD_LETTERED, last_error(exc_string))
+    def reported(self, batch: Batch) -> Any:
+        def apply(report: Started | Ended) -> None:
+            entry = batch.entries[report.index]
+            if isinstance(report, Started):
+                entry.started_at = report.at
+                return
+            job = entry.job
+            job.retries_left, job.retry_intervals = report.retries_left, report.retry_intervals
+            job.meta = report.meta
+            job._result = report.return_value
+            entry.ended_at, entry.exc_string = report.at, report.exc_string
+            entry.fate = Fate.SUCCEEDED if report.ok else Fate.FAILED
 
-    def _settle(
-        self,
-        job: Job,
-        status: EventStatus,
-        outcome: Outcome,
-        error: str = "",
-        delay: int | None = None,
-    ) -> None:
-        meta = meta_of(job)
-        with self.connection.pipeline(transaction=False) as pipe:
-            settle(pipe, job, meta, status, outcome, error)
+        return apply
+
+    # --- settlement: one pipeline for the batch ------------------------------------------------
+
+    def settle(self, batch: Batch) -> None:
+        logged: list[tuple[Job, JobMeta, EventStatus, str, int | None]] = []
+        with self.connection.pipeline() as pipe:
+            for entry in batch.entries:
+                job, meta = entry.job, meta_of(entry.job)
+                if entry.fate is Fate.NOT_STARTED:
+                    continue
+                job.started_at, job.ended_at = entry.started_at, entry.ended_at
+                raw = EventCall.from_args(job.args).raw
+                if entry.fate is Fate.SUCCEEDED:
+                    status = meta.state if meta.state in SUCCESS else EventStatus.DONE
+                    result_ttl = job.get_result_ttl(self.default_result_ttl)
+                    batches.settle_success(pipe, self, entry, result_ttl)
+                    settle(pipe, job, meta, status, Outcome(str(status)), payload=raw)
+                    logged.append((job, meta, status, "", None))
+                    continue
+                delay, error = retry_delay(job), last_error(entry.exc_string)
+                if batches.settle_failure(pipe, self, batch, entry):
+                    settle(pipe, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
+                    logged.append((job, meta, EventStatus.RETRYING, error, delay))
+                else:
+                    settle(pipe, job, meta, EventStatus.DEAD, Outcome.DEAD_LETTERED, error, raw)
+                    logged.append((job, meta, EventStatus.DEAD, error, None))
+            not_started = [e for e in batch.entries if e.fate is Fate.NOT_STARTED]
+            batches.put_back(pipe, self, batch, not_started)
             pipe.execute()
-        log_outcome(job, meta, status, error, delay)
+        for job, meta, status, error, delay in logged:
+            log_outcome(job, meta, status, error, delay)
 
 
-class WebhookWorker(WebhookWorkerMixin, Worker):
-    """Forks a work-horse per job: a crashing or leaking handler cannot take it down, and a
-    killed worker's job is retried by another within about 20 s."""
-
-    def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
-        # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker waits at
-        # least a minute before any sweep may retry it.
-        interval = self.job_monitoring_interval
-        if job.timeout and job.timeout > 0:
-            interval = min(job.timeout - working_time, interval)
-        return int(max(interval, 1)) + HEARTBEAT_GRACE
-
-
-class WebhookSimpleWorker(WebhookWorkerMixin, SimpleWorker):
-    """Runs handlers in the worker process itself (WEBHOOK_WORKER_MODE=simple): several times
-    faster for trusted handlers, but a handler that crashes the interpreter takes the worker
-    down, and a killed worker's job waits its timeout + 60 s before another retries it."""
-
-
-def _json_list(values: list[int]) -> str:
-    return "[" + ",".join(str(int(v)) for v in values) + "]"
+def _send(fd: int, report: Started | Ended) -> None:
+    data = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]

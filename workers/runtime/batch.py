@@ -1,0 +1,177 @@
+"""A batch of jobs on RQ's own data model: taken in one round trip, begun in one pipeline,
+settled in one pipeline.
+
+RQ's worker spends about 60 commands and a dozen round trips on each job; with Redis
+fsyncing every write (`appendfsync always`), each round trip that writes costs a disk
+sync. A batch pays them once for up to WEBHOOK_BATCH_SIZE jobs, and writes exactly what
+RQ writes for each job: the intermediate queue, executions, the started, finished, failed
+and scheduled registries, results, worker state and counters (a test compares the keys
+with RQ's own worker). The RQ methods used here, some of them private, are listed in the
+README's "RQ internals we rely on" with the tests that pin them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from redis import Redis
+from redis.client import Pipeline
+from rq import Queue
+from rq.executions import Execution, cleanup_execution
+from rq.job import Job, JobStatus
+from rq.utils import now
+
+# Moves up to ARGV[1] job ids from the queue to RQ's intermediate queue, as RQ's own
+# dequeue does one at a time (LMOVE queue intermediate LEFT RIGHT), and returns each id
+# with its job hash: no second round trip to fetch them.
+TAKE = """
+local taken = {}
+for i = 1, tonumber(ARGV[1]) do
+  local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+  if not id then break end
+  taken[#taken + 1] = id
+  taken[#taken + 1] = redis.call('HGETALL', 'rq:job:' .. id)
+end
+return taken
+"""
+
+
+class Fate(Enum):
+    """What became of one job of a batch."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    # The handler never started (the child died before it, or a stop was requested): the
+    # job goes back to the head of the queue, no attempt counted.
+    NOT_STARTED = "not_started"
+
+
+@dataclass(slots=True)
+class Entry:
+    job: Job
+    execution: Execution | None = None
+    fate: Fate = Fate.NOT_STARTED
+    exc_string: str = ""
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class Batch:
+    queue: Queue
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [entry.job for entry in self.entries]
+
+
+def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batch | None:
+    """Up to `limit` jobs, without waiting when there are any; else wait up to `block`
+    seconds for one (None: do not wait). A lone event is never held back for a batch."""
+    found = connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit)
+    if not found and block:
+        first = connection.blmove(queue.key, queue.intermediate_queue_key, block, "LEFT", "RIGHT")
+        if first is None:
+            return None
+        first_id = first.decode() if isinstance(first, bytes) else str(first)
+        fields = connection.hgetall(Job.key_for(first_id))
+        found = [first, [item for pair in fields.items() for item in pair]]
+        found += connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit - 1)
+    if not found:
+        return None
+    batch = Batch(queue)
+    gone = []
+    for job_id, fields in zip(found[::2], found[1::2], strict=True):
+        if not fields:
+            gone.append(job_id)  # deleted while queued; RQ's dequeue skips these too
+            continue
+        job = Job(job_id.decode(), connection=connection, serializer=queue.serializer)
+        job.restore(dict(zip(fields[::2], fields[1::2], strict=True)))
+        batch.entries.append(Entry(job))
+    for job_id in gone:
+        connection.lrem(queue.intermediate_queue_key, 1, job_id)
+    return batch if batch.entries else None
+
+
+def begin(pipe: Pipeline, worker: Any, batch: Batch, ttl: int) -> None:
+    """Each job becomes an execution of this worker, in the started registry, off the
+    intermediate queue: what RQ's `prepare_execution` and `prepare_job_execution` write."""
+    for entry in batch.entries:
+        job = entry.job
+        entry.execution = Execution.create(job, ttl, pipeline=pipe, worker_name=worker.name)
+        worker.executions[entry.execution.id] = entry.execution
+        job.prepare_for_execution(worker.name, pipeline=pipe)
+        pipe.persist(job.key)
+        pipe.lrem(batch.queue.intermediate_queue_key, 1, job.id)
+
+
+def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
+    """Keep every execution of the batch alive, as RQ's `maintain_heartbeats` does for one."""
+    for entry in batch.entries:
+        if entry.execution is not None and entry.ended_at is None:
+            entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
+
+
+def settle_success(pipe: Pipeline, worker: Any, entry: Entry, result_ttl: int) -> None:
+    """What RQ's `handle_job_success` writes, on the batch's pipeline."""
+    job, execution = entry.job, entry.execution
+    assert execution is not None and entry.started_at and entry.ended_at
+    job._status = JobStatus.FINISHED
+    worker.increment_successful_job_count(pipeline=pipe)
+    worker.increment_total_working_time(entry.ended_at - entry.started_at, pipe)
+    if result_ttl != 0:
+        job._handle_success(
+            result_ttl,
+            pipeline=pipe,
+            worker_name=worker.name,
+            execution_id=execution.id,
+            execution_started_at=execution.created_at,
+            execution_ended_at=entry.ended_at,
+        )
+    job.cleanup(result_ttl, pipeline=pipe, remove_from_queue=False)
+    cleanup_execution(worker, job, pipe, execution)
+
+
+def settle_failure(pipe: Pipeline, worker: Any, batch: Batch, entry: Entry) -> bool:
+    """What RQ's `handle_job_failure` writes, on the batch's pipeline. True when the job
+    was retried (scheduled or queued again), False when it went to the failed registry."""
+    job, execution = entry.job, entry.execution
+    assert execution is not None
+    retry = bool(job.should_retry)
+    if not retry:
+        job.set_status(JobStatus.FAILED, pipeline=pipe)
+    cleanup_execution(worker, job, pipe, execution)
+    if not retry:
+        job._handle_failure(
+            entry.exc_string,
+            pipeline=pipe,
+            worker_name=worker.name,
+            execution_id=execution.id,
+            execution_started_at=execution.created_at,
+            execution_ended_at=entry.ended_at,
+        )
+    worker.increment_failed_job_count(pipe)
+    if entry.started_at and entry.ended_at:
+        worker.increment_total_working_time(entry.ended_at - entry.started_at, pipe)
+    if retry:
+        job.retry(batch.queue, pipe)
+    return retry
+
+
+def put_back(pipe: Pipeline, worker: Any, batch: Batch, entries: Sequence[Entry]) -> None:
+    """Jobs whose handler never started go back to the head of the queue, in their order."""
+    for entry in reversed(entries):
+        job = entry.job
+        if entry.execution is not None:
+            cleanup_execution(worker, job, pipe, entry.execution)
+        job.set_status(JobStatus.QUEUED, pipeline=pipe)
+        pipe.lpush(batch.queue.key, job.id)
+
+
+def working_time(entry: Entry) -> timedelta:
+    return (entry.ended_at or now()) - (entry.started_at or now())

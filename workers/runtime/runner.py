@@ -1,0 +1,147 @@
+"""Running a batch's handlers, one job after another, and reporting each job as it goes.
+
+The runner is the same whether it runs in a forked child (the default: a crashing or
+leaking handler cannot take the worker down) or in the worker process (trusted handlers).
+Before each handler starts it streams the attempt's bookkeeping to Redis without waiting
+for the replies (read once the batch is over): so Redis knows which job was running if
+the whole machine dies, at no round trip per job. It reports to the worker through
+`report`: a job started, then how it ended.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from types import FrameType
+from typing import Any
+
+from redis import Redis
+from rq.job import Job
+from rq.job_lifecycle import format_exc_info
+from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
+from rq.utils import now
+
+from app.jobstate import EventStatus
+from app.logs import log_state
+from app.settings import Settings
+from workers.runtime.outcomes import begin, meta_of
+from workers.runtime.retries import restore_budget
+
+DEFAULT_TIMEOUT = 180
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    index: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How one job ended, with what the job's own code changed on the job object (the
+    budget and meta: `PermanentError` empties the budget; `deliver` records its outcome)."""
+
+    index: int
+    ok: bool
+    return_value: Any
+    exc_string: str
+    retries_left: int | None
+    retry_intervals: list[int] | None
+    meta: dict[str, Any]
+    at: datetime
+
+
+Report = Callable[[Started | Ended], None]
+
+
+class Stream:
+    """Commands sent to Redis as they are queued; their replies are read at the end.
+
+    A pipeline would hold them back until `execute`; these must reach Redis before the
+    handler they announce runs, without the handler waiting for a reply."""
+
+    def __init__(self, connection: Redis) -> None:
+        self.pool = connection.connection_pool
+        self.connection = self.pool.get_connection()
+        self.unread = 0
+
+    def execute_command(self, *args: Any, **options: Any) -> None:
+        packed = self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
+        self.connection.send_packed_command(packed)  # type: ignore[no-untyped-call]
+        self.unread += 1
+
+    def close(self) -> None:
+        try:
+            for _ in range(self.unread):
+                self.connection.read_response()
+        finally:
+            self.unread = 0
+            self.pool.release(self.connection)
+
+
+class StopAfterCurrent:
+    """Set by the worker's warm shutdown: finish the running handler, start no other."""
+
+    requested = False
+
+    def request(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        self.requested = True
+
+
+def run_batch(
+    jobs: list[Job],
+    connection: Redis,
+    settings: Settings,
+    report: Report,
+    stop: StopAfterCurrent,
+) -> None:
+    stream = Stream(connection)
+    try:
+        for index, job in enumerate(jobs):
+            if stop.requested:
+                return
+            meta = meta_of(job)
+            requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
+            if requeued:
+                restore_budget(job, meta, settings)
+                log_state("requeued", *meta.labels, job_id=job.id, by="rq")
+            meta.attempts += 1
+            meta.state = EventStatus.RUNNING
+            begin(stream, job, meta, requeued)
+            report(Started(index, now()))
+            report(perform(index, job))
+    finally:
+        stream.close()
+
+
+def perform(index: int, job: Job) -> Ended:
+    """One handler run under its job's timeout, as RQ's `perform_job` runs it."""
+    timeout = job.timeout or DEFAULT_TIMEOUT
+    try:
+        penalty = UnixSignalDeathPenalty(timeout, JobTimeoutException, job_id=job.id)  # type: ignore[no-untyped-call]
+        with penalty:
+            value = job.perform()
+        ok, exc_string = True, ""
+    except Exception:
+        ok, value, exc_string = False, None, format_exc_info(sys.exc_info())
+    return Ended(
+        index,
+        ok,
+        value,
+        exc_string,
+        job.retries_left,
+        job.retry_intervals,
+        dict(job.meta),
+        now(),
+    )
+
+
+def child_signals(stop: StopAfterCurrent) -> None:
+    """In a forked child: Ctrl+C and the stop signals are the worker's; the worker asks the
+    child to stop after its current handler with SIGUSR1."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, stop.request)
