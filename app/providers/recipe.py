@@ -73,6 +73,7 @@ class RecipeVerifier(Verifier):
         super().__init__(source)
         recipe = self.preset if self.preset is not None else load_recipe(source)
         self.recipe = recipe
+        self.signature_header = recipe.signature_header.lower()
         self.parts = template_parts(recipe.signed)
         self.signs_url = any(name == "url" for _, name in self.parts)
         self.tolerance = source.window(recipe.tolerance)
@@ -87,7 +88,7 @@ class RecipeVerifier(Verifier):
 
     def check(self, request: Inbound) -> Delivery:
         recipe = self.recipe
-        header_value = request.headers.get(recipe.signature_header, "").strip()
+        header_value = request.headers.get(self.signature_header, "").strip()
         if not header_value:
             raise InvalidSignature(f"missing {recipe.signature_header} header")
         signatures, pairs = self._signatures(header_value)
