@@ -119,7 +119,7 @@ class RecipeVerifier(Verifier):
             value = self._value(locator, request, payload)
             if value not in (None, ""):
                 return event_id_from(value, f"{locator.origin.value} {locator.name}".strip())
-        raise InvalidPayload("no event id: " + ", ".join(_show(loc) for loc in self.recipe.id))
+        raise InvalidPayload("no event id: " + ", ".join(str(loc) for loc in self.recipe.id))
 
     def event_type(self, request: Inbound, payload: Any) -> str:
         for locator in self.recipe.type:
@@ -171,7 +171,7 @@ class RecipeVerifier(Verifier):
         else:
             stamp = pairs.get(locator.name, "").strip()
         if not stamp or len(stamp) > MAX_TIMESTAMP_LENGTH:
-            raise InvalidSignature(f"missing or malformed timestamp ({_show(locator)})")
+            raise InvalidSignature(f"missing or malformed timestamp ({locator})")
         return stamp
 
     def _message(self, request: Inbound, stamp: str) -> bytes:
@@ -211,7 +211,7 @@ class RecipeVerifier(Verifier):
         if self.recipe.timestamp_unit == Unit.ISO8601 and isinstance(value, str):
             return parse_iso8601(value)
         if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > 1e16:
-            raise InvalidPayload(f"no timestamp in the body ({_show(self.recipe.timestamp)})")
+            raise InvalidPayload(f"no timestamp in the body ({self.recipe.timestamp})")
         return value / 1000 if self.recipe.timestamp_unit == Unit.MILLISECONDS else float(value)
 
     def _check_window(self, seconds: float, now: float) -> None:
@@ -225,6 +225,3 @@ class RecipeVerifier(Verifier):
             return dict(parse_form(body))
         return parse_json_value(body)
 
-
-def _show(locator: Locator) -> str:
-    return f"{locator.origin.value}:{locator.name}" if locator.name else locator.origin.value

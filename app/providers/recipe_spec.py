@@ -18,6 +18,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     ValidationError,
     model_validator,
 )
@@ -85,6 +86,9 @@ class Locator:
             raise ValueError(f"{value!r}: 'digest' takes no name, the others need one")
         return Locator(Origin(origin), name.strip().lower() if origin == "header" else name)
 
+    def __str__(self) -> str:
+        return f"{self.origin.value}:{self.name}" if self.name else self.origin.value
+
 
 def _locators(value: object) -> object:
     items = [value] if isinstance(value, str) else value
@@ -95,8 +99,9 @@ def _lower_names(value: object) -> object:
     return tuple(str(v).lower() for v in value) if isinstance(value, list | tuple) else value
 
 
-One = Annotated[Locator, BeforeValidator(Locator.parse)]
-Several = Annotated[tuple[Locator, ...], BeforeValidator(_locators)]
+Written = Annotated[Locator, PlainSerializer(str, return_type=str)]
+One = Annotated[Written, BeforeValidator(Locator.parse)]
+Several = Annotated[tuple[Written, ...], BeforeValidator(_locators)]
 
 
 class Recipe(BaseModel):
@@ -130,6 +135,10 @@ class Recipe(BaseModel):
     payload: PayloadFormat = PayloadFormat.JSON
     # Headers handed to handlers in `event.headers`.
     headers: Annotated[tuple[str, ...], BeforeValidator(_lower_names)] = ()
+
+    def to_json(self) -> str:
+        """The recipe as WEBHOOK_RECIPE_<NAME> would hold it (defaults left out)."""
+        return self.model_dump_json(exclude_defaults=True)
 
     @model_validator(mode="after")
     def _consistent(self) -> Recipe:
