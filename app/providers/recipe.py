@@ -224,4 +224,3 @@ class RecipeVerifier(Verifier):
         if self.recipe.payload == PayloadFormat.FORM:
             return dict(parse_form(body))
         return parse_json_value(body)
-
