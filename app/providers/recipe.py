@@ -93,7 +93,7 @@ class RecipeVerifier(Verifier):
             raise InvalidSignature(f"missing {recipe.signature_header} header")
         signatures, pairs = self._signatures(header_value)
         stamp = self._signed_stamp(request.headers, pairs)
-        message = self._message(request, stamp)
+        message = self._message(request, stamp, pairs)
         key = matching_key(recipe.algorithm, self.keys, message, signatures)
         if stamp:
             self._check_window(self._seconds(stamp), request.now)
@@ -135,6 +135,10 @@ class RecipeVerifier(Verifier):
             return json_path(payload, locator.name)
         if locator.origin == Origin.DIGEST:
             return body_digest(request.body)
+        if locator.origin == Origin.SIGNATURE:
+            header_value = request.headers.get(self.signature_header, "")
+            pairs = key_value_pairs(header_value, self.recipe.signature_separator)
+            return dict(pairs).get(locator.name, "").strip()
         return locator.name  # const
 
     def _signatures(self, value: str) -> tuple[list[bytes], dict[str, str]]:
@@ -174,7 +178,7 @@ class RecipeVerifier(Verifier):
             raise InvalidSignature(f"missing or malformed timestamp ({locator})")
         return stamp
 
-    def _message(self, request: Inbound, stamp: str) -> bytes:
+    def _message(self, request: Inbound, stamp: str, pairs: Mapping[str, str]) -> bytes:
         values = {
             "body": request.body,
             "timestamp": stamp.encode(),
@@ -185,16 +189,17 @@ class RecipeVerifier(Verifier):
         for literal, name in self.parts:
             out += literal
             if name == "id":
-                out += self._signed_id(request.headers)
+                out += self._signed_id(request.headers, pairs)
             elif name is not None:
                 out += values[name]
         return bytes(out)
 
-    def _signed_id(self, headers: Mapping[str, str]) -> bytes:
+    def _signed_id(self, headers: Mapping[str, str], pairs: Mapping[str, str]) -> bytes:
         locator = self.recipe.id[0]
-        value = headers.get(locator.name, "").strip()
+        found = headers if locator.origin == Origin.HEADER else pairs
+        value = found.get(locator.name, "").strip()
         if not value:
-            raise InvalidSignature(f"missing {locator.name} header")
+            raise InvalidSignature(f"missing signed id ({locator})")
         return value.encode()
 
     def _seconds(self, stamp: str) -> float:

@@ -60,7 +60,7 @@ class PayloadFormat(StrEnum):
 
 class Origin(StrEnum):
     HEADER = "header"  # header:X-Event-Id
-    SIGNATURE = "signature"  # signature:t, a field of the signature header (timestamps)
+    SIGNATURE = "signature"  # signature:t, a field of the signature header
     JSON = "json"  # json:event.id, a path into the verified body
     DIGEST = "digest"  # the SHA-256 of the body (event ids only)
     CONST = "const"  # const:notification, a fixed value (event types only)
@@ -154,15 +154,21 @@ class Recipe(BaseModel):
             raise ValueError("'timestamp' comes from header:, signature: or json:")
         if "timestamp" in fields and (stamp is None or stamp.origin == Origin.JSON):
             raise ValueError("'signed' uses {timestamp}: 'timestamp' must be header: or signature:")
-        if stamp is not None and stamp.origin == Origin.SIGNATURE and not self.signature_key:
-            raise ValueError("'timestamp' signature:KEY needs 'signature_key' (key=value pairs)")
+        for name in ("timestamp", "id"):
+            values = getattr(self, name)
+            values = values if isinstance(values, tuple) else (values,)
+            if any(v is not None and v.origin == Origin.SIGNATURE for v in values) and not (
+                self.signature_key
+            ):
+                raise ValueError(f"'{name}' signature:KEY needs 'signature_key' (key=value pairs)")
         if self.signature_key and not self.signature_separator:
             raise ValueError("'signature_key' needs 'signature_separator' between the pairs")
-        if "id" in fields and self.id[0].origin != Origin.HEADER:
-            raise ValueError("'signed' uses {id}: the first 'id' must be header:NAME")
-        for name, allowed in (("id", Origin.CONST), ("type", Origin.DIGEST)):
-            if any(item.origin in (allowed, Origin.SIGNATURE) for item in getattr(self, name)):
-                raise ValueError(f"'{name}' cannot come from {allowed.value} or signature:")
+        if "id" in fields and self.id[0].origin not in (Origin.HEADER, Origin.SIGNATURE):
+            raise ValueError("'signed' uses {id}: the first 'id' must be header: or signature:")
+        if any(item.origin == Origin.CONST for item in self.id):
+            raise ValueError("'id' cannot be const: (every event would be a duplicate)")
+        if any(item.origin in (Origin.DIGEST, Origin.SIGNATURE) for item in self.type):
+            raise ValueError("'type' comes from header:, json: or const:")
         if self.signature_header.lower() in self.headers:
             raise ValueError("'headers' must not hand on the signature header")
         return self

@@ -166,6 +166,8 @@ BASE = {"signature_header": "X-Sig", "id": "header:X-Id"}
         ({**BASE, "signature_key": "v1"}, "'signature_separator'"),
         ({**BASE, "signed": "{id}{body}", "id": "json:id"}, "'id'"),
         ({**BASE, "type": "digest"}, "'type'"),
+        ({**BASE, "id": "const:x"}, "'id'"),
+        ({**BASE, "id": "signature:id"}, "'signature_key'"),
         ({**BASE, "headers": ["X-Sig"]}, "'headers'"),
         ({**BASE, "encoding": "base32"}, "'encoding'"),
     ],
@@ -268,3 +270,23 @@ def test_a_form_recipe_hands_the_worker_a_form() -> None:
         "ping",
         "form",
     )
+
+
+def test_an_id_signed_inside_the_signature_header() -> None:
+    verifier = recipe_verifier(
+        json.dumps(
+            {
+                "signature_header": "Sig",
+                "signature_separator": ";",
+                "signature_key": "s",
+                "signed": "{id}:{body}",
+                "id": "signature:id",
+            }
+        )
+    )
+    body = b"{}"
+    headers = {"sig": f"id=d-9;s={sign(b'k', b'd-9:' + body).hex()}"}
+    assert verifier.check(Inbound("POST", "", "", headers, body, 0.0)).event_id == "d-9"
+    forged = {"sig": headers["sig"].replace("id=d-9", "id=d-8")}
+    with pytest.raises(InvalidSignature):
+        verifier.check(Inbound("POST", "", "", forged, body, 0.0))
