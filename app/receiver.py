@@ -19,9 +19,10 @@ from starlette.requests import Request
 from app.body import read_body
 from app.errors import InvalidSignature, QueueUnavailable, UnknownSource
 from app.intake import AsyncIntake
+from app.keyfetch import KeyFetcher
 from app.logs import elapsed_ms, log_state
 from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, render
-from app.providers import Delivery, Verifier, verifier_for
+from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from, parse_json_object
 from app.settings import Settings, SourceConfig
 
@@ -31,18 +32,22 @@ MIN_WAIT = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """The 200 answer: accepted or duplicate, or the reply a provider's handshake expects."""
+    """The 200 answer: accepted or duplicate (`body`), or what the provider expects instead
+    (`reply`: a handshake's answer, or a provider's own acknowledgement)."""
 
     body: dict[str, str]
+    reply: Reply | None = None
 
 
 class Receiver:
     def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
         self.settings = settings
         self.redis = redis
+        self.fetcher = KeyFetcher.from_settings(settings)
         self.verifiers: dict[str, Verifier] = {
-            name: verifier_for(source) for name, source in settings.sources.items()
+            name: verifier_for(source, self.fetcher) for name, source in settings.sources.items()
         }
+        self.public_url = settings.webhook_public_url
         self.intake = AsyncIntake(settings, redis)
 
     async def receive(self, source_name: str, request: Request) -> Outcome:
@@ -52,11 +57,43 @@ class Receiver:
             raise UnknownSource(f"unknown source {source_name!r}")
         raw = await read_body(request, self.settings.webhook_max_body_bytes)
         received_at = time.time()
-        delivery = verifier.verify(raw, request.headers, received_at)
+        inbound = self._inbound(verifier, request, raw, received_at)
+        if verifier.fetches_keys:
+            delivery = await verifier.check_async(inbound)
+        else:
+            delivery = verifier.check(inbound)
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
-            return Outcome(body=delivery.reply)
+            return Outcome(body={}, reply=delivery.reply)
         return await self._accept(verifier.source, delivery, raw, received_at, started)
+
+    def handshake(self, source_name: str, request: Request) -> Reply:
+        """A GET on a source's URL: the providers that verify endpoints that way (Meta,
+        Dropbox, Braintree) get their answer; the others a 405. Nothing is enqueued."""
+        started = time.perf_counter()
+        verifier = self.verifiers.get(source_name)
+        if verifier is None:
+            raise UnknownSource(f"unknown source {source_name!r}")
+        reply = verifier.handshake(self._inbound(verifier, request, b"", time.time()))
+        log_state("handshake", source_name, "", "GET", ms=elapsed_ms(started))
+        return reply
+
+    def _inbound(self, verifier: Verifier, request: Request, raw: bytes, now: float) -> Inbound:
+        scope = request.scope
+        query = scope.get("query_string", b"").decode("latin-1")
+        url = self._public_url(request, query) if verifier.signs_url else ""
+        return Inbound(scope["method"], url, query, request.headers, raw, now)
+
+    def _public_url(self, request: Request, query: str) -> str:
+        """The URL the provider called: WEBHOOK_PUBLIC_URL (behind a proxy) or this
+        request's scheme and Host, then the path exactly as sent, then the query."""
+        scope = request.scope
+        path: str = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        base: str | None = self.public_url
+        if base is None:
+            host = request.headers.get("host") or "{}:{}".format(*(scope.get("server") or ("", "")))
+            base = f"{scope['scheme']}://{host}"
+        return base + path + (f"?{query}" if query else "")
 
     async def replay(self, source_name: str, request: Request) -> Outcome:
         """An event re-sent by an operator, whose signature no longer matches.
@@ -133,7 +170,7 @@ class Receiver:
             ms=round(elapsed * 1000, 2),
             **extra,
         )
-        return Outcome(body={"status": status, "id": delivery.event_id})
+        return Outcome(body={"status": status, "id": delivery.event_id}, reply=delivery.ack)
 
     async def metrics(self) -> bytes:
         snapshot = await read_snapshot(self.redis, self.intake.keys, self.settings.sources)

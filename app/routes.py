@@ -9,7 +9,8 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from redis.exceptions import RedisError
 
-from app.receiver import Receiver
+from app.providers import Reply
+from app.receiver import Outcome, Receiver
 
 router = APIRouter()
 
@@ -22,12 +23,26 @@ async def get_receiver(request: Request) -> Receiver:
 ReceiverDep = Annotated[Receiver, Depends(get_receiver)]
 
 
-async def receive_webhook(request: Request) -> JSONResponse:
+def send(reply: Reply) -> Response:
+    return Response(
+        reply.body, reply.status, headers=dict(reply.headers), media_type=reply.media_type
+    )
+
+
+def answer(outcome: Outcome) -> Response:
+    return JSONResponse(outcome.body) if outcome.reply is None else send(outcome.reply)
+
+
+async def receive_webhook(request: Request) -> Response:
     """POST /webhooks/{source}: a plain Starlette endpoint, so the hot path skips FastAPI's
     dependency resolution and validation, which cost more than the work itself."""
     receiver: Receiver = request.app.state.receiver
-    outcome = await receiver.receive(request.path_params["source"], request)
-    return JSONResponse(outcome.body)
+    return answer(await receiver.receive(request.path_params["source"], request))
+
+
+@router.get("/webhooks/{source}", summary="A provider's GET handshake (Meta, Dropbox, Braintree)")
+async def handshake_webhook(source: str, request: Request, receiver: ReceiverDep) -> Response:
+    return send(receiver.handshake(source, request))
 
 
 @router.post("/webhooks/{source}/replay", summary="Re-send an event (X-Replay-Token)")

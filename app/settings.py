@@ -36,6 +36,12 @@ from app.sources import (
 __all__ = ["PROVIDERS", "ConfigError", "Settings", "SourceConfig", "env_suffix"]
 
 MIN_REPLAY_TOKEN_LENGTH = 32
+DEFAULT_FETCH_ALLOW = (
+    "https://sns.{region}.amazonaws.com",
+    "https://sns.{region}.amazonaws.com.cn",
+    "https://production.plaid.com",
+    "https://sandbox.plaid.com",
+)
 
 
 def one_line(error: ValidationError) -> str:
@@ -97,6 +103,16 @@ class Settings(BaseSettings):
     github_api_base: str = "https://api.github.com"
     rq_dashboard_username: str | None = None
     rq_dashboard_password: SecretStr | None = None
+    # The public base URL (scheme://host[/prefix]) providers call, when a proxy sits in
+    # front: Twilio, Square and HubSpot sign the URL they called, not the one we see.
+    webhook_public_url: str | None = Field(None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    # Where keys and certificates may be fetched from (AWS SNS, Plaid): `scheme://host`
+    # patterns; `*` is one DNS label (or any port), `{region}` an AWS region.
+    webhook_fetch_allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_FETCH_ALLOW)
+    )
+    # Seconds one key or certificate fetch may take before the request gets a 503.
+    webhook_fetch_timeout: float = Field(5.0, gt=0, le=30)
     per_source: dict[str, str] = Field(default_factory=dict, repr=False)
 
     @classmethod
@@ -124,7 +140,18 @@ class Settings(BaseSettings):
             raise ConfigError(one_line(exc)) from None
         settings.sources  # noqa: B018 - resolving is the validation
         settings._check_secrets()
+        settings._check_providers()
         return settings
+
+    def _check_providers(self) -> None:
+        """Build every source's verifier once, so a bad recipe, key or provider variable
+        stops startup (of the workers too) with its one-line `ConfigError`."""
+        from app.keyfetch import KeyFetcher  # the providers import this module
+        from app.providers import verifier_for
+
+        fetcher = KeyFetcher.from_settings(self)
+        for source in self.sources.values():
+            verifier_for(source, fetcher)
 
     def _check_secrets(self) -> None:
         for variable, secret in (
@@ -159,7 +186,16 @@ class Settings(BaseSettings):
             return None
         return value.strip() if isinstance(value, str) else value
 
-    _csv = field_validator("webhook_sources", "webhook_handlers", mode="before")(_split_csv)
+    _csv = field_validator(
+        "webhook_sources", "webhook_handlers", "webhook_fetch_allow", mode="before"
+    )(_split_csv)
+
+    @field_validator("webhook_public_url", mode="before")
+    @classmethod
+    def _blank_url_is_unset(cls, value: object) -> object:
+        if isinstance(value, str):
+            return value.strip().rstrip("/") or None
+        return value
 
     @field_validator("webhook_retry_intervals", mode="before")
     @classmethod

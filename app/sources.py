@@ -1,10 +1,11 @@
 """The configured sources: `WEBHOOK_SOURCES` and the variables named after each source.
 
 Per-source variables (`WEBHOOK_SECRET_<NAME>`, `REPLAY_TOLERANCE_<NAME>`,
-`WEBHOOK_DEDUPE_TTL_<NAME>`) have names that depend on `WEBHOOK_SOURCES`, so a custom
-settings source gathers them into `Settings.per_source`, and `resolve_sources` turns each
-configured source into a `SourceConfig`. A missing secret is a `ConfigError` that names the
-variable: never an open door.
+`WEBHOOK_DEDUPE_TTL_<NAME>`, and those only some providers read, `PROVIDER_VARIABLES`)
+have names that depend on `WEBHOOK_SOURCES`, so a custom settings source gathers them into
+`Settings.per_source`, and `resolve_sources` turns each configured source into a
+`SourceConfig`. A missing secret is a `ConfigError` that names the variable: never an open
+door.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,61 @@ from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-PROVIDERS = ("hmac", "stripe", "github", "shopify", "slack", "paddle", "standard")
-PER_SOURCE_PREFIXES = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
+PROVIDERS = (
+    "hmac",
+    "stripe",
+    "github",
+    "shopify",
+    "slack",
+    "paddle",
+    "standard",
+    "recipe",
+    "twilio",
+    "square",
+    "gitlab",
+    "meta",
+    "linear",
+    "zoom",
+    "twitch",
+    "calendly",
+    "typeform",
+    "hubspot",
+    "intercom",
+    "lemonsqueezy",
+    "razorpay",
+    "mailgun",
+    "sentry",
+    "pagerduty",
+    "woocommerce",
+    "zendesk",
+    "dropbox",
+    "xero",
+    "adyen",
+    "braintree",
+    "resend",
+    "clerk",
+    "discord",
+    "sendgrid",
+    "sns",
+    "plaid",
+)
+# Per-source variables that only some providers read; each provider module says which.
+PROVIDER_VARIABLES = (
+    "WEBHOOK_RECIPE_",  # recipe: the scheme, as JSON
+    "WEBHOOK_VERIFY_TOKEN_",  # meta: the verify token of the GET challenge
+    "WEBHOOK_PUBLIC_KEY_",  # braintree: the public key(s) paired with the private key(s)
+    "WEBHOOK_CLIENT_ID_",  # plaid: the API client id that fetches verification keys
+    "WEBHOOK_API_BASE_",  # plaid: production or sandbox API
+    "WEBHOOK_TOPICS_",  # sns: the topic ARNs (patterns) accepted
+)
+PER_SOURCE_PREFIXES = (
+    "WEBHOOK_SECRET_",
+    "REPLAY_TOLERANCE_",
+    "WEBHOOK_DEDUPE_TTL_",
+    *PROVIDER_VARIABLES,
+)
+# Providers that authenticate without a shared secret or key of the source's own.
+KEYLESS = frozenset({"sns"})
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 # The seed articles' single-secret variable belongs to the default source.
 LEGACY_SOURCE = "inbound"
@@ -49,6 +103,24 @@ class SourceConfig:
     secrets: tuple[SecretStr, ...]
     tolerance: int
     dedupe_ttl: int
+    # REPLAY_TOLERANCE_<NAME> when set: it beats a provider's documented window, which
+    # beats the global REPLAY_TOLERANCE.
+    own_tolerance: int | None = None
+    # The PROVIDER_VARIABLES set for this source, by prefix (never logged: may be secret).
+    variables: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def variable_name(self, prefix: str) -> str:
+        return prefix + env_suffix(self.name)
+
+    def variable(self, prefix: str) -> str:
+        """The stripped value of `<prefix><NAME>`, "" when unset."""
+        return self.variables.get(prefix, "").strip()
+
+    def window(self, documented: int | None) -> int:
+        """The replay tolerance of a provider that documents its own `documented` window."""
+        if self.own_tolerance is not None or documented is None:
+            return self.tolerance
+        return documented
 
 
 def env_suffix(source: str) -> str:
@@ -105,12 +177,22 @@ def resolve_sources(
             )
         if name in resolved:
             raise ConfigError(f"WEBHOOK_SOURCES: source {name!r} is listed twice")
+        suffix = env_suffix(name)
+        own_tolerance = _int_of("REPLAY_TOLERANCE_", name, per_source, 0) or None
         resolved[name] = SourceConfig(
             name=name,
             provider=provider,
-            secrets=_secrets_of(name, per_source, defaults.legacy_secret),
-            tolerance=_int_of("REPLAY_TOLERANCE_", name, per_source, defaults.tolerance),
+            secrets=(
+                () if provider in KEYLESS else _secrets_of(name, per_source, defaults.legacy_secret)
+            ),
+            tolerance=own_tolerance or defaults.tolerance,
             dedupe_ttl=_int_of("WEBHOOK_DEDUPE_TTL_", name, per_source, defaults.dedupe_ttl),
+            own_tolerance=own_tolerance,
+            variables={
+                prefix: per_source[prefix + suffix]
+                for prefix in PROVIDER_VARIABLES
+                if per_source.get(prefix + suffix, "").strip()
+            },
         )
     return resolved
 

@@ -1,6 +1,7 @@
 """The verifier interface every provider module implements, and the helpers they share.
 
-A verifier turns (raw bytes, headers, now) into a `Delivery` or raises a `WebhookError`.
+A verifier turns a request (`Inbound`: raw bytes, headers, now, and for the schemes that
+sign them the URL and method) into a `Delivery` or raises a `WebhookError`.
 It checks the signature over exactly the bytes received, before parsing anything, and
 compares digests in constant time. Every malformed input is an error with a status code,
 so no provider quirk can surface as a 500.
@@ -13,12 +14,12 @@ import binascii
 import hashlib
 import hmac
 import json
-from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
+from app.providers.request import Inbound, MethodNotAllowed, Reply
 from app.settings import SourceConfig
 
 MAX_EVENT_ID_LENGTH = 256
@@ -34,25 +35,46 @@ class Delivery:
     headers: dict[str, str] = field(default_factory=dict)
     # Set when the provider expects an answer instead of an event (Slack's URL check):
     # the receiver sends it back and enqueues nothing.
-    reply: dict[str, str] | None = None
-    # How the worker parses the verified bytes into `Event.payload`: "json" (an object) or
-    # "form" (application/x-www-form-urlencoded, as Twilio and Braintree post).
+    reply: Reply | None = None
+    # How the worker parses the verified bytes into `Event.payload`: "json" (an object or,
+    # for batching providers, an array) or "form" (as Twilio and Braintree post).
     payload_format: str = "json"
+    # The answer once the event is accepted (or is a duplicate), when the provider wants
+    # something else than our JSON: Adyen's `[accepted]`, empty TwiML, Discord's deferral.
+    ack: Reply | None = None
 
 
-class Verifier(ABC):
-    """Verifies one source's requests. Subclasses set `provider` and implement `verify`."""
+class Verifier:
+    """Verifies one source's requests.
+
+    Subclasses set `provider` and implement `verify` (schemes that sign the body and
+    headers) or override `check` (schemes that also sign the URL or the method).
+    """
 
     provider: str = ""
+    # The receiver builds `Inbound.url` only for these: it costs a little on every request.
+    signs_url: bool = False
+    # These are checked with `check_async`: they fetch a key or certificate first.
+    fetches_keys: bool = False
 
     def __init__(self, source: SourceConfig) -> None:
         self.source = source
         # Encoded once: secrets are used on every request.
         self.keys = tuple(s.get_secret_value().encode() for s in source.secrets)
 
-    @abstractmethod
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
+    def check(self, request: Inbound) -> Delivery:
         """Return the delivery, or raise `InvalidSignature`, `StaleTimestamp`, `InvalidPayload`."""
+        return self.verify(request.body, request.headers, request.now)
+
+    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
+        raise NotImplementedError(f"{type(self).__name__} implements check()")
+
+    async def check_async(self, request: Inbound) -> Delivery:
+        return self.check(request)
+
+    def handshake(self, request: Inbound) -> Reply:
+        """The answer to a GET on the source's URL; only some providers verify that way."""
+        raise MethodNotAllowed(f"provider {self.provider!r} has no GET handshake; POST events")
 
 
 def hmac_sha256(key: bytes, message: bytes) -> bytes:
@@ -141,7 +163,8 @@ def header(headers: Mapping[str, str], name: str) -> str:
 def parse_timestamp(value: str) -> int:
     """A signed unix timestamp; anything else means the signature header is malformed."""
     value = value.strip()
-    if not value.isdigit() or len(value) > 12:
+    # isascii: `isdigit` is also true of '²', which int() refuses.
+    if not (value.isascii() and value.isdigit()) or len(value) > 12:
         raise InvalidSignature("malformed signature timestamp")
     return int(value)
 

@@ -25,6 +25,7 @@ from app.providers.base import (
     parse_timestamp,
     pick_headers,
 )
+from app.providers.request import Reply
 
 HANDED_ON = ("x-slack-retry-num", "x-slack-retry-reason", "x-slack-request-timestamp")
 
@@ -47,7 +48,8 @@ class SlackVerifier(Verifier):
             challenge = payload.get("challenge")
             if not isinstance(challenge, str):
                 raise InvalidPayload("url_verification without a challenge")
-            return Delivery(event_id="", event_type=outer_type, reply={"challenge": challenge})
+            reply = Reply.json({"challenge": challenge})
+            return Delivery(event_id="", event_type=outer_type, reply=reply)
         inner = payload.get("event")
         event_type = (
             inner.get("type")

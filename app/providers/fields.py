@@ -1,0 +1,108 @@
+"""Helpers of the providers added after the first seven: reading payloads (JSON values,
+forms, JSON paths), the fallback event id, and HMAC with a choice of digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+from app.errors import InvalidPayload, InvalidSignature
+from app.providers.base import any_signature_matches
+
+DIGESTS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
+# A batch whose items have different types is dispatched under this type.
+MIXED = "batch"
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def parse_json_value(body: bytes) -> Any:
+    """The body as a JSON object or array, parsed strictly (no NaN or Infinity)."""
+    try:
+        payload = json.loads(body, parse_constant=_not_json)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidPayload("body is not valid JSON") from None
+    if not isinstance(payload, dict | list):
+        raise InvalidPayload("body must be a JSON object or array")
+    return payload
+
+
+def parse_form(body: bytes) -> list[tuple[str, str]]:
+    """An application/x-www-form-urlencoded body as (name, value) pairs, in order."""
+    try:
+        text = body.decode("utf-8")
+        return parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text))
+    except (UnicodeDecodeError, ValueError):
+        raise InvalidPayload("body is not a valid form") from None
+
+
+def json_path(payload: object, path: str) -> object:
+    """`a.b.0.c` into nested objects and arrays; None when any step is missing."""
+    value = payload
+    for step in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(step)
+        elif isinstance(value, list) and step.isdigit() and int(step) < len(value):
+            value = value[int(step)]
+        else:
+            return None
+    return value
+
+
+def body_digest(body: bytes) -> str:
+    """The event id of a provider that sends none: the same bytes, the same id."""
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def common_type(types: Iterable[object]) -> str:
+    """The type shared by every item of a batch, else `batch`."""
+    found = {t for t in types if isinstance(t, str) and t}
+    return found.pop() if len(found) == 1 else MIXED
+
+
+def hmac_digest(algorithm: str, key: bytes, message: bytes) -> bytes:
+    return hmac.new(key, message, DIGESTS[algorithm]).digest()
+
+
+def matching_key(
+    algorithm: str, keys: Sequence[bytes], message: bytes, given: Sequence[bytes]
+) -> bytes:
+    """The configured key whose HMAC matches one of the given signatures, else
+    `InvalidSignature`. Every key is tried, each comparison in constant time."""
+    found = b""
+    for key in keys:
+        if any_signature_matches([hmac_digest(algorithm, key, message)], given) and not found:
+            found = key
+    if not found:
+        raise InvalidSignature("signature does not match")
+    return found
+
+
+def parse_iso8601(value: str) -> float:
+    """RFC 3339 / ISO 8601 (Zendesk, Twitch with nanoseconds, SNS) as unix seconds."""
+    text = value.strip()
+    if not text or len(text) > 40 or not text[0].isdigit():
+        raise InvalidSignature("malformed timestamp")
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidSignature("malformed timestamp") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp()
+
+
+def first_header(headers: Mapping[str, str], names: Iterable[str]) -> str:
+    for name in names:
+        value = headers.get(name, "").strip()
+        if value:
+            return value
+    return ""

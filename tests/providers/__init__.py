@@ -1,0 +1,1 @@
+"""Tests of the providers added with the recipe (issue 11)."""

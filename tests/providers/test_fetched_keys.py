@@ -1,0 +1,298 @@
+"""AWS SNS and Plaid name the key that verifies them: it is fetched only from allowed
+origins, within a timeout, once (cached); a failed fetch is a 503, never a 500 and never
+an acceptance. The key servers are local fakes (`fake_keys`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import jwt
+import pytest
+from fastapi.testclient import TestClient
+from redis import Redis
+from rq import Queue
+
+from app.keyfetch import KeyFetcher
+from app.providers.sns import string_to_sign
+from app.settings import DEFAULT_FETCH_ALLOW, ConfigError
+from tests.providers import fake_keys
+from tests.providers import signing as s
+from tests.providers.cases import BY_NAME
+
+ClientFactory = Callable[..., TestClient]
+SNS, PLAID = BY_NAME["sns"], BY_NAME["plaid"]
+
+
+@pytest.fixture(autouse=True)
+def _key_server_up() -> Iterator[None]:
+    fake_keys.STATE.fail = False
+    yield
+    fake_keys.STATE.fail = False
+
+
+def post(client: TestClient, provider: str, request: s.Request) -> Any:
+    return client.post(f"/webhooks/{provider}", content=request.body, headers=request.headers)
+
+
+def jobs(redis: Redis) -> list[Any]:
+    return Queue("webhooks", connection=redis).get_jobs()
+
+
+def sns_client(make_client: ClientFactory, key: s.Key, **extra: Any) -> TestClient:
+    return make_client(**SNS.config(key, **extra))
+
+
+def test_aws_documents_the_string_sns_signs() -> None:
+    # AWS docs, "Verifying the signatures of Amazon SNS messages", notification example.
+    message = {
+        "Type": "Notification",
+        "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324",
+        "TopicArn": "arn:aws:sns:us-west-2:123456789012:MyTopic",
+        "Subject": "My First Message",
+        "Message": "Hello world!",
+        "Timestamp": "2012-05-02T00:54:06.655Z",
+        "SignatureVersion": "1",
+    }
+    assert string_to_sign(message) == (
+        b"Message\nHello world!\nMessageId\n22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324\n"
+        b"Subject\nMy First Message\nTimestamp\n2012-05-02T00:54:06.655Z\n"
+        b"TopicArn\narn:aws:sns:us-west-2:123456789012:MyTopic\nType\nNotification\n"
+    )
+
+
+def test_sns_signature_version_1_is_rsa_sha1(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.sns_key("k1")
+    signed = s.sign_sns(key, "m-v1", int(time.time()), SignatureVersion="1")
+    assert post(sns_client(make_client, key), "sns", signed).json()["status"] == "accepted"
+
+
+def test_sns_certificates_are_fetched_once(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.sns_key("cached")
+    client = sns_client(make_client, key)
+    before = len(fake_keys.STATE.hits)
+    for n in range(3):
+        assert post(client, "sns", s.sign_sns(key, f"m-{n}", int(time.time()))).status_code == 200
+    assert len(fake_keys.STATE.hits) - before == 1
+
+
+def test_an_unsubscribe_confirmation_is_an_event(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.sns_key("k1")
+    signed = s.sign_sns(key, "u-1", int(time.time()), Type="UnsubscribeConfirmation")
+    assert post(sns_client(make_client, key), "sns", signed).status_code == 200
+    [job] = jobs(redis)
+    assert (job.meta["event_id"], job.meta["type"]) == ("u-1", "UnsubscribeConfirmation")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"SigningCertURL": "https://sns.us-east-1.amazonaws.com.evil.example/x.pem"},
+        {"SigningCertURL": "http://127.0.0.1:1/SimpleNotificationService.txt"},
+        {"SignatureVersion": "3"},
+        {"TopicArn": "arn:aws:sns:us-east-1:999999999999:orders"},
+        {"Type": "Surprise"},
+    ],
+)
+def test_sns_messages_off_the_rules_are_401(
+    change: dict[str, str], make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.sns_key("k1")
+    # Signed with the changed field, so only the rule stops it.
+    fields = {k: v for k, v in change.items() if k != "Type"}
+    signed = s.sign_sns(key, "m-1", int(time.time()), **fields)
+    body = json.loads(signed.body)
+    body.update(change)
+    response = post(
+        sns_client(make_client, key), "sns", replace(signed, body=json.dumps(body).encode())
+    )
+    assert response.status_code == 401, response.text
+    assert jobs(redis) == []
+
+
+def test_an_sns_message_signed_by_another_key_than_its_certificate_is_401(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key, impostor = s.sns_key("k1"), s.sns_key("impostor")
+    message = fake_keys.sns_message(impostor.material, "m-1", int(time.time()))
+    message["SigningCertURL"] = key.material.url
+    forged = s.Request(json.dumps(message).encode(), {}, "m-1")
+    assert post(sns_client(make_client, key), "sns", forged).status_code == 401
+
+
+def test_the_default_allow_list_refuses_a_local_certificate(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.sns_key("k1")
+    config = SNS.config(key)
+    del config["webhook_fetch_allow"]
+    before = len(fake_keys.STATE.hits)
+    response = post(make_client(**config), "sns", s.sign_sns(key, "m-1", int(time.time())))
+    assert response.status_code == 401 and len(fake_keys.STATE.hits) == before
+
+
+def test_a_key_server_failure_is_503_and_the_retry_is_accepted(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.sns_key("down")  # never fetched before: no cached certificate
+    client = sns_client(make_client, key)
+    signed = s.sign_sns(key, "m-1", int(time.time()))
+    fake_keys.STATE.fail = True
+    assert post(client, "sns", signed).status_code == 503
+    assert jobs(redis) == []
+    fake_keys.STATE.fail = False
+    assert post(client, "sns", signed).json() == {"status": "accepted", "id": "m-1"}
+
+
+def test_a_key_server_that_never_answers_is_503_within_the_timeout(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        key = s.sns_key("silent")
+        message = fake_keys.sns_message(key.material, "m-1", int(time.time()))
+        message["SigningCertURL"] = f"http://127.0.0.1:{silent.getsockname()[1]}/cert.pem"
+        # The URL is not signed data, so the changed one still reaches the fetch.
+        client = sns_client(make_client, key, webhook_fetch_timeout=0.5)
+        started = time.monotonic()
+        response = client.post("/webhooks/sns", content=json.dumps(message).encode())
+    assert response.status_code == 503 and time.monotonic() - started < 3
+
+
+def test_sns_needs_its_topics(make_settings: Callable[..., Any]) -> None:
+    with pytest.raises(ConfigError, match=r"^WEBHOOK_TOPICS_SNS is not set"):
+        make_settings(webhook_sources="sns")
+
+
+def plaid_token(signer: fake_keys.JwkSigner, body: bytes, **claims: Any) -> str:
+    payload = {"iat": int(time.time()), "request_body_sha256": hashlib.sha256(body).hexdigest()}
+    return jwt.encode(
+        {**payload, **claims}, signer.private, algorithm="ES256", headers={"kid": signer.kid}
+    )
+
+
+def test_plaid_keys_are_fetched_once_per_key_id(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.plaid_key("cached")
+    client = make_client(**PLAID.config(key))
+    before = len(fake_keys.STATE.hits)
+    for n in range(3):
+        assert (
+            post(client, "plaid", s.sign_plaid(key, f"item-{n}", int(time.time()))).status_code
+            == 200
+        )
+    assert len(fake_keys.STATE.hits) - before == 1
+
+
+def test_plaid_tokens_that_are_not_es256_or_name_another_key_are_401(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key, other = s.plaid_key("k1"), s.plaid_key("other-key")
+    client = make_client(**PLAID.config(key))
+    body = b'{"webhook_type": "ITEM", "webhook_code": "ERROR"}'
+    forged = {
+        "hs256": jwt.encode(
+            {"iat": int(time.time())},
+            "secret-key-of-32-bytes-or-more!!",
+            algorithm="HS256",
+            headers={"kid": key.material.kid},
+        ),
+        # Another key's signature under our key's id.
+        "wrong key": plaid_token(replace(other.material, kid=key.material.kid), body),
+        "unknown kid": jwt.encode(
+            {"iat": int(time.time())},
+            key.material.private,
+            algorithm="ES256",
+            headers={"kid": "kid-nobody"},
+        ),
+    }
+    for name, token in forged.items():
+        response = client.post(
+            "/webhooks/plaid", content=body, headers={"Plaid-Verification": token}
+        )
+        assert response.status_code == 401, name
+    assert jobs(redis) == []
+
+
+def test_an_unknown_plaid_key_id_is_remembered_briefly(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.plaid_key("k1")
+    client = make_client(**PLAID.config(key))
+    token = jwt.encode(
+        {"iat": int(time.time())},
+        key.material.private,
+        algorithm="ES256",
+        headers={"kid": "kid-ghost"},
+    )
+    before = len(fake_keys.STATE.hits)
+    for _ in range(3):
+        client.post("/webhooks/plaid", content=b"{}", headers={"Plaid-Verification": token})
+    assert len(fake_keys.STATE.hits) - before == 1
+
+
+def test_an_expired_plaid_key_is_401(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.plaid_key("k1")
+    expired = fake_keys.jwk_signer("k1", expired_at=int(time.time()) - 60)
+    body = b'{"webhook_type": "ITEM", "webhook_code": "ERROR"}'
+    response = make_client(**PLAID.config(key)).post(
+        "/webhooks/plaid", content=body, headers={"Plaid-Verification": plaid_token(expired, body)}
+    )
+    assert response.status_code == 401
+
+
+def test_a_plaid_key_fetch_failure_is_503(make_client: ClientFactory, redis: Redis) -> None:
+    key = s.plaid_key("plaid-down")
+    client = make_client(**PLAID.config(key))
+    fake_keys.STATE.fail = True
+    assert post(client, "plaid", s.sign_plaid(key, "item-1", int(time.time()))).status_code == 503
+    assert jobs(redis) == []
+
+
+def test_plaid_needs_its_client_id_and_an_allowed_api(make_settings: Callable[..., Any]) -> None:
+    key = s.plaid_key("k1")
+    config = PLAID.config(key)
+    del config["per_source"]["WEBHOOK_CLIENT_ID_PLAID"]
+    with pytest.raises(ConfigError, match=r"^WEBHOOK_CLIENT_ID_PLAID is not set"):
+        make_settings(**config)
+    with pytest.raises(
+        ConfigError, match=r"^WEBHOOK_API_BASE_PLAID: origin not on WEBHOOK_FETCH_ALLOW"
+    ):
+        make_settings(**PLAID.config(key, webhook_fetch_allow="https://production.plaid.com"))
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://sns.us-east-1.amazonaws.com/SimpleNotificationService-1.pem", True),
+        ("https://sns.us-gov-west-1.amazonaws.com/a.pem", True),
+        ("https://sns.cn-north-1.amazonaws.com.cn/a.pem", True),
+        ("https://sns.s3.amazonaws.com/a.pem", False),
+        ("https://sns.s3-us-west-2.amazonaws.com/a.pem", False),
+        ("https://sns.us-east-1.amazonaws.com.evil.example/a.pem", False),
+        ("https://evil@sns.us-east-1.amazonaws.com/a.pem", False),
+        ("http://sns.us-east-1.amazonaws.com/a.pem", False),
+        ("https://sns.us-east-1.amazonaws.com:8443/a.pem", False),
+        ("https://production.plaid.com/webhook_verification_key/get", True),
+        ("https://production.plaid.com.evil.example/", False),
+        ("not a url", False),
+        ("https://[::1/", False),
+    ],
+)
+def test_the_default_allow_list(url: str, allowed: bool) -> None:
+    assert KeyFetcher(DEFAULT_FETCH_ALLOW, 1.0).allowed(url) is allowed
+
+
+@pytest.mark.parametrize(
+    "entry", ["ftp://x", "https://a/b", "sns.*.amazonaws.com", "https://x:port"]
+)
+def test_a_malformed_allow_list_entry_stops_startup(
+    entry: str, make_settings: Callable[..., Any]
+) -> None:
+    with pytest.raises(ConfigError, match=r"^WEBHOOK_FETCH_ALLOW: "):
+        make_settings(webhook_fetch_allow=entry)
