@@ -142,7 +142,7 @@ def test_mailgun_legacy_form_webhooks_verify_too(make_client: ClientFactory, red
     ok = client.post("/webhooks/mailgun", content=urlencode(fields).encode(), headers=FORM)
     assert ok.json() == {"status": "accepted", "id": token}
     [job] = jobs(redis)
-    assert (job.meta["type"], job.meta["format"]) == ("opened", "form")
+    assert (job.meta["type"], job.meta["payload_format"]) == ("opened", "form")
     multipart = {"Content-Type": "multipart/form-data; boundary=x"}
     assert client.post("/webhooks/mailgun", content=b"--x--", headers=multipart).status_code == 400
 
