@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -273,6 +275,27 @@ def test_a_standard_webhooks_secret_that_is_not_base64_stops_startup(
     case = next(c for c in CASES if c.name == "standard")
     with pytest.raises(ConfigError, match="WEBHOOK_SECRET_STANDARD"):
         make_client(**case.settings("whsec_not*base64!"))
+
+
+def test_an_unpadded_standard_webhooks_secret_is_accepted_as_the_official_library_accepts_it(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    import standardwebhooks
+
+    case = next(c for c in CASES if c.name == "standard")
+    secret = "whsec_" + base64.b64encode(b"k" * 25).decode().rstrip("=")  # 25 bytes: padded
+    assert not secret.endswith("=")
+    client = make_client(**case.settings(secret))
+    body = b'{"type": "user.created", "data": {}}'
+    stamp = datetime.now(UTC)
+    signature = standardwebhooks.Webhook(secret).sign("msg_unpadded", stamp, body.decode())
+    headers = {
+        "webhook-id": "msg_unpadded",
+        "webhook-timestamp": str(int(stamp.timestamp())),
+        "webhook-signature": signature,
+    }
+    response = client.post("/webhooks/standard", content=body, headers=headers)
+    assert response.json() == {"status": "accepted", "id": "msg_unpadded"}
 
 
 def test_github_form_encoded_payloads_are_refused_with_a_hint(

@@ -23,6 +23,8 @@ from app.providers.base import (
     parse_json_object,
     parse_timestamp,
 )
+from app.providers.recipe import decode_secret
+from app.providers.recipe_spec import SecretEncoding
 from app.settings import ConfigError, SourceConfig, env_suffix
 
 PREFIX = "whsec_"
@@ -46,7 +48,8 @@ class StandardVerifier(Verifier):
         keys = []
         for secret in source.secrets:
             text = secret.get_secret_value()
-            key = b64decode(text.removeprefix(PREFIX))
+            # Padded or not: the official library accepts both, so must we.
+            key = decode_secret(text, SecretEncoding.WHSEC)
             if not key:
                 raise ConfigError(
                     f"WEBHOOK_SECRET_{env_suffix(source.name)}: a Standard Webhooks secret is "
