@@ -72,7 +72,8 @@ def record(
 def begin(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:
     """An attempt starts: its meta (attempts counted), its budget, the ledger."""
     save_meta(commands, job, meta)
-    commands.execute_command("HSET", job.key, "retries_left", job.retries_left or 0)
+    if job.retries_left is not None:  # RQ stores no field for a job without retries
+        commands.execute_command("HSET", job.key, "retries_left", job.retries_left)
     if job.retry_intervals is not None:
         intervals = "[" + ",".join(str(int(v)) for v in job.retry_intervals) + "]"
         commands.execute_command("HSET", job.key, "retry_intervals", intervals)

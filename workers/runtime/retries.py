@@ -21,7 +21,6 @@ from rq.exceptions import AbandonedJobError
 from rq.job import Job
 
 from app.jobstate import EventStatus, JobMeta, Outcome
-from app.logs import log_state
 from app.settings import Settings
 from workers.runtime.outcomes import log_outcome, meta_of, settle
 
@@ -53,14 +52,6 @@ def on_failure(
     if not issubclass(exc_type, AbandonedJobError):
         return
     meta = meta_of(job)
-    if meta.state is not EventStatus.RUNNING:
-        # Taken in a batch whose worker died before this job's handler began: RQ's sweep
-        # is about to retry it (or fail it, with no budget left) and count an attempt it
-        # never had. One more retry in hand, and no interval, make that a plain requeue.
-        job.retries_left = int(job.retries_left or 0) + 1
-        job.retry_intervals = None
-        log_state("requeued", *meta.labels, job_id=job.id, by="sweep", error=ORPHANED)
-        return
     # The same test RQ's sweep makes right after this callback, on the same job object.
     retry = bool(job.retries_left and job.retries_left > 0)
     status = EventStatus.RETRYING if retry else EventStatus.DEAD

@@ -35,8 +35,13 @@ DEFAULT_TIMEOUT = 180
 
 @dataclass(frozen=True, slots=True)
 class Started:
+    """A handler starts: the attempt counted in the meta, the budget perhaps given back."""
+
     index: int
     at: datetime
+    retries_left: int | None
+    retry_intervals: list[int] | None
+    meta: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +116,13 @@ def run_batch(
             meta.attempts += 1
             meta.state = EventStatus.RUNNING
             begin(stream, job, meta, requeued)
-            report(Started(index, now()))
-            report(perform(index, job))
+            report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
+            ended = perform(index, job)
+            if ended.ok:
+                # `deliver` wrote its outcome in the meta: if the worker dies before it
+                # settles the batch, a live worker's recovery settles this job from it.
+                stream.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
+            report(ended)
     finally:
         stream.close()
 

@@ -26,14 +26,17 @@ from typing import Any
 
 from rq import Queue
 from rq.job import Job
+from rq.registry import clean_registries
 from rq.utils import now
 from rq.worker import BaseWorker, WorkerStatus
+from rq.worker_registration import clean_worker_registry
 
 from app.jobstate import EventCall, EventStatus, JobMeta, Outcome
 from app.settings import Settings
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
 from workers.runtime.outcomes import log_outcome, meta_of, settle
+from workers.runtime.recovery import recover
 from workers.runtime.retries import last_error, retry_delay
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
 
@@ -105,6 +108,21 @@ class WebhookWorker(BaseWorker):
             )
         self.settle(batch)
         self.set_state(WorkerStatus.IDLE)
+
+    def clean_registries(self) -> None:
+        """RQ's maintenance, with what dead workers held taken back first (`recovery.py`)."""
+        for queue in self.queues:
+            # One worker at a time, under RQ's own lock; RQ's sweep then finds only the jobs
+            # that were running when their worker died.
+            if queue.acquire_maintenance_lock():
+                try:
+                    recover(self, queue)
+                    clean_registries(queue, self._exc_handlers)
+                    clean_worker_registry(queue)
+                    queue.intermediate_queue.cleanup(self, queue)
+                finally:
+                    queue.release_maintenance_lock()  # type: ignore[no-untyped-call]
+        self.last_cleaned_at = now()  # type: ignore[assignment]
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
@@ -194,12 +212,12 @@ class WebhookWorker(BaseWorker):
     def reported(self, batch: Batch) -> Any:
         def apply(report: Started | Ended) -> None:
             entry = batch.entries[report.index]
-            if isinstance(report, Started):
-                entry.started_at = report.at
-                return
             job = entry.job
             job.retries_left, job.retry_intervals = report.retries_left, report.retry_intervals
             job.meta = report.meta
+            if isinstance(report, Started):
+                entry.started_at = report.at
+                return
             job._result = report.return_value
             entry.ended_at, entry.exc_string = report.at, report.exc_string
             entry.fate = Fate.SUCCEEDED if report.ok else Fate.FAILED

@@ -1,0 +1,77 @@
+"""A batch interrupted: its child killed, or its worker and child killed together. The job
+that was running counts an attempt; the others are done exactly once, promptly."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+
+import pytest
+from redis import Redis
+from rq.job import Job
+
+from app.keys import job_id_for
+from tests.processes import Process, Stack, effects, send, wait_until
+from workers.dev.redis_server import RedisServer
+
+EVENTS = [("b1", "order.created"), ("b2", "order.slow"), ("b3", "order.created"),
+          ("b4", "order.created")]  # fmt: skip
+
+
+def attempts(redis: Redis, event_id: str) -> int:
+    return int(Job.fetch(job_id_for("inbound", event_id), connection=redis).meta["attempts"])
+
+
+def batch_child(worker: Process) -> int:
+    """The worker's child running the batch: it leads its own process group."""
+    found = [pid for pid in worker.children() if os.getpgid(pid) == pid]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.fixture
+def queued_batch(
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
+) -> Stack:
+    """Four events queued before any worker runs, so one worker takes them as one batch;
+    the second one's handler runs until the test lets it go."""
+    stack = make_stack(redis_server.url)
+    web = stack.start("web")
+    redis.set("sleep:b2", 120)
+    for event_id, event_type in EVENTS:
+        assert send(web.url, event_id, event_type).json()["status"] == "accepted"
+    return stack
+
+
+def test_a_child_killed_mid_batch_fails_the_running_job_and_requeues_the_rest(
+    queued_batch: Stack, redis: Redis
+) -> None:
+    worker = queued_batch.start("worker")
+    wait_until(lambda: redis.get("starts:b2") == b"1", 30, "the slow job to start")
+    assert effects(redis, "b1") == 1 and effects(redis, "b3") == 0
+    redis.set("sleep:b2", 0.1)  # its retry returns at once
+
+    os.kill(batch_child(worker), signal.SIGKILL)
+
+    wait_until(lambda: all(effects(redis, e) == 1 for e, _ in EVENTS), 30, "every effect")
+    assert [attempts(redis, e) for e, _ in EVENTS] == [1, 2, 1, 1]
+    assert "Work-horse terminated unexpectedly" in worker.output()
+
+
+def test_a_killed_workers_batch_is_recovered_with_one_attempt_counted(
+    queued_batch: Stack, redis: Redis
+) -> None:
+    first = queued_batch.start("worker")
+    wait_until(lambda: redis.get("starts:b2") == b"1", 30, "the slow job to start")
+    assert effects(redis, "b1") == 1
+    redis.set("sleep:b2", 0.1)
+    queued_batch.start("worker")
+
+    first.kill_hard()  # the worker, its batch's child and its scheduler, all SIGKILLed
+
+    wait_until(lambda: all(effects(redis, e) == 1 for e, _ in EVENTS), 60, "every effect")
+    # b1 had returned: settled from what its child streamed, not run again. b2 was running:
+    # one attempt more. b3 and b4 never started: no attempt counted before they ran.
+    assert [attempts(redis, e) for e, _ in EVENTS] == [1, 2, 1, 1]
+    assert [effects(redis, e) for e, _ in EVENTS] == [1, 1, 1, 1]

@@ -1,0 +1,91 @@
+"""What a dead worker held, taken back by a live worker's maintenance, before RQ's own sweep.
+
+A worker that dies (SIGKILL, OOM, a lost machine) may leave:
+- a begun batch: its jobs in the started registry, their heartbeats running out after
+  15 s. The child streamed each job's state as it went (`runner.py`): a job whose handler
+  returned is settled as it ended; a job never started goes back to the head of the queue
+  with no attempt counted; the job that was running is left to RQ's sweep, which counts
+  its attempt and retries it at once (`retries.on_failure`);
+- jobs taken but not yet begun (one round trip's window), in RQ's intermediate queue: back
+  to the head of the queue once seen there twice, STUCK_SECONDS apart. RQ's own sweep of
+  the intermediate queue would count them as failed attempts, a minute later.
+It runs under RQ's maintenance lock, so one worker at a time does it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from redis import Redis
+from rq import Queue
+from rq.executions import Execution
+from rq.job import Job, JobStatus
+from rq.utils import current_timestamp, now
+
+from app.jobstate import PENDING, EventCall, EventStatus, Outcome
+from app.logs import log_state
+from workers.runtime import batch as batches
+from workers.runtime.batch import Batch, Entry
+from workers.runtime.outcomes import log_outcome, meta_of, settle
+
+STUCK_SECONDS = 5
+SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
+PUT_BACK = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
+  redis.call('LPUSH', KEYS[2], ARGV[1])
+end
+return 0
+"""
+
+
+def recover(worker: Any, queue: Queue) -> None:
+    recover_batches(worker, queue)
+    recover_taken(queue)
+
+
+def recover_batches(worker: Any, queue: Queue) -> None:
+    connection: Redis = queue.connection
+    registry = queue.started_job_registry
+    expired = cast(list[bytes], connection.zrangebyscore(registry.key, 0, current_timestamp()))
+    executions = [Execution.from_composite_key(k.decode(), connection) for k in expired]
+    jobs = Job.fetch_many([e.job_id for e in executions], connection=connection)
+    batch, ended, logged = Batch(queue), [], []
+    for execution, job in zip(executions, jobs, strict=True):
+        if job is None or job.get_status(refresh=False) != JobStatus.STARTED:
+            continue  # RQ's sweep drops these leftovers
+        entry = Entry(job, execution, started_at=job.started_at, ended_at=job.last_heartbeat)
+        state = meta_of(job).state
+        if state in SUCCESS:
+            ended.append(entry)
+        elif state in PENDING - {EventStatus.RUNNING}:
+            batch.entries.append(entry)
+    if not ended and not batch.entries:
+        return
+    with connection.pipeline() as pipe:
+        for entry in ended:
+            job, meta = entry.job, meta_of(entry.job)
+            entry.ended_at = entry.ended_at or now()
+            batches.settle_success(pipe, worker, entry, job.get_result_ttl(500))
+            raw = EventCall.from_args(job.args).raw
+            settle(pipe, job, meta, meta.state, Outcome(str(meta.state)), payload=raw)
+            logged.append((job, meta))
+        batches.put_back(pipe, worker, batch, batch.entries)
+        pipe.execute()
+    for job, meta in logged:
+        log_outcome(job, meta, meta.state)
+    for entry in batch.entries:
+        meta = meta_of(entry.job)
+        log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery", started=False)
+
+
+def recover_taken(queue: Queue) -> None:
+    taken = queue.intermediate_queue
+    for job_id in taken.get_job_ids():
+        if job_id in queue.started_job_registry:
+            continue
+        first_seen = taken.get_first_seen(job_id)
+        if first_seen is None:
+            taken.set_first_seen(job_id)
+        elif (now() - first_seen).total_seconds() >= STUCK_SECONDS:
+            queue.connection.eval(PUT_BACK, 2, taken.key, queue.key, job_id)
+            queue.connection.delete(taken.get_first_seen_key(job_id))
