@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
+from uuid import uuid4
 
 from redis import Redis
 from redis.client import Pipeline
 from rq import Queue
-from rq.executions import Execution, cleanup_execution
+from rq.executions import Execution, ExecutionRegistry, cleanup_execution
 from rq.job import Job, JobStatus
-from rq.utils import now
+from rq.registry import FinishedJobRegistry, StartedJobRegistry
+from rq.results import Result
+from rq.utils import current_timestamp, now, utcformat
 
 # Moves up to ARGV[1] job ids from the queue to RQ's intermediate queue, as RQ's own
 # dequeue does one at a time (LMOVE queue intermediate LEFT RIGHT), and returns each id
@@ -54,6 +57,8 @@ class Fate(Enum):
 class Entry:
     job: Job
     execution: Execution | None = None
+    # The job hash as taken: what the child rebuilds the job from.
+    fields: dict[bytes, bytes] = field(default_factory=dict)
     fate: Fate = Fate.NOT_STARTED
     exc_string: str = ""
     started_at: datetime | None = None
@@ -64,6 +69,13 @@ class Entry:
 class Batch:
     queue: Queue
     entries: list[Entry] = field(default_factory=list)
+    # Built once: RQ resolves its serializer anew for every registry object it makes.
+    started: StartedJobRegistry = field(init=False)
+    finished: FinishedJobRegistry = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self.queue.started_job_registry
+        self.finished = self.queue.finished_job_registry
 
     @property
     def jobs(self) -> list[Job]:
@@ -90,9 +102,11 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
         if not fields:
             gone.append(job_id)  # deleted while queued; RQ's dequeue skips these too
             continue
-        job = Job(job_id.decode(), connection=connection, serializer=queue.serializer)
-        job.restore(dict(zip(fields[::2], fields[1::2], strict=True)))
-        batch.entries.append(Entry(job))
+        # serializer=None: RQ's default, without re-checking its protocol for every job.
+        job = Job(job_id.decode(), connection=connection)
+        mapping = dict(zip(fields[::2], fields[1::2], strict=True))
+        job.restore(mapping)
+        batch.entries.append(Entry(job, fields=mapping))
     for job_id in gone:
         connection.lrem(queue.intermediate_queue_key, 1, job_id)
     return batch if batch.entries else None
@@ -100,14 +114,24 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
 
 def begin(pipe: Pipeline, worker: Any, batch: Batch, ttl: int) -> None:
     """Each job becomes an execution of this worker, in the started registry, off the
-    intermediate queue: what RQ's `prepare_execution` and `prepare_job_execution` write."""
+    intermediate queue: what RQ's `Execution.create` and `prepare_job_execution` write,
+    with the registry writes that take many members made once for the batch."""
+    started: dict[str, float] = {}
     for entry in batch.entries:
         job = entry.job
-        entry.execution = Execution.create(job, ttl, pipeline=pipe, worker_name=worker.name)
-        worker.executions[entry.execution.id] = entry.execution
+        execution = Execution(uuid4().hex, job.id, job.connection, worker_name=worker.name)
+        execution._job = job
+        execution.save(ttl=ttl, pipeline=pipe)
+        ExecutionRegistry(job.id, connection=job.connection).add(execution, ttl, pipe)
+        started[execution.composite_key] = current_timestamp() + ttl
+        entry.execution = worker.executions[execution.id] = execution
         job.prepare_for_execution(worker.name, pipeline=pipe)
         pipe.persist(job.key)
         pipe.lrem(batch.queue.intermediate_queue_key, 1, job.id)
+    pipe.zadd(batch.started.key, started)
+    worker_executions = batch.entries[0].execution.worker_executions_key  # type: ignore[union-attr]
+    pipe.sadd(worker_executions, *started)
+    pipe.expire(worker_executions, ttl + 60)
 
 
 def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
@@ -117,24 +141,63 @@ def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
             entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
 
 
-def settle_success(pipe: Pipeline, worker: Any, entry: Entry, result_ttl: int) -> None:
-    """What RQ's `handle_job_success` writes, on the batch's pipeline."""
-    job, execution = entry.job, entry.execution
-    assert execution is not None and entry.started_at and entry.ended_at
-    job._status = JobStatus.FINISHED
-    worker.increment_successful_job_count(pipeline=pipe)
-    worker.increment_total_working_time(entry.ended_at - entry.started_at, pipe)
-    if result_ttl != 0:
-        job._handle_success(
+def settle_successes(pipe: Pipeline, worker: Any, batch: Batch, entries: Sequence[Entry]) -> None:
+    """What RQ's `handle_job_success` writes for each job (status, timestamps and result in
+    the job's hash, a result in its stream, the finished registry, expiry, the execution
+    cleaned up, the worker's counters), with the writes RQ makes per job that can take many
+    members made once per batch. The job's meta is saved in the same HSET."""
+    if not entries:
+        return
+    queue, finished, started = batch.queue, batch.finished, batch.started
+    members: dict[str, float | str] = {}
+    executions: list[Execution] = []
+    total = timedelta()
+    for entry in entries:
+        job, execution = entry.job, entry.execution
+        assert execution is not None and entry.started_at and entry.ended_at
+        result_ttl = job.get_result_ttl(worker.default_result_ttl)
+        job._status = JobStatus.FINISHED
+        job.last_heartbeat = entry.ended_at
+        # The fields RQ's whole-hash save would change (it re-compresses the call data and
+        # formats a dozen dates to write them again as they are), our meta with them.
+        ended = utcformat(entry.ended_at)
+        pipe.hset(
+            job.key,
+            mapping={
+                "status": JobStatus.FINISHED.value,
+                "started_at": utcformat(entry.started_at),
+                "ended_at": ended,
+                "last_heartbeat": ended,
+                "meta": job.serializer.dumps(job.meta),
+            },
+        )
+        Result.create(
+            job,
+            Result.Type.SUCCESSFUL,
             result_ttl,
-            pipeline=pipe,
+            return_value=job._result,
             worker_name=worker.name,
+            pipeline=pipe,
             execution_id=execution.id,
             execution_started_at=execution.created_at,
             execution_ended_at=entry.ended_at,
         )
-    job.cleanup(result_ttl, pipeline=pipe, remove_from_queue=False)
-    cleanup_execution(worker, job, pipe, execution)
+        if result_ttl > 0:
+            pipe.expire(job.key, result_ttl)
+            members[job.id] = current_timestamp() + result_ttl
+        elif result_ttl < 0:
+            members[job.id] = "+inf"
+        pipe.zrem(ExecutionRegistry(job.id, connection=queue.connection).key, execution.id)
+        executions.append(execution)
+        worker.executions.pop(execution.id, None)
+        total += entry.ended_at - entry.started_at
+    if members:
+        pipe.zadd(finished.key, members)
+    pipe.zrem(started.key, *[e.composite_key for e in executions])
+    pipe.delete(*[e.key for e in executions])
+    pipe.srem(executions[0].worker_executions_key, *[e.composite_key for e in executions])
+    pipe.hincrby(worker.key, "successful_job_count", len(entries))
+    pipe.hincrbyfloat(worker.key, "total_working_time", total.total_seconds())
 
 
 def settle_failure(pipe: Pipeline, worker: Any, batch: Batch, entry: Entry) -> bool:

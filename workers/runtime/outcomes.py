@@ -71,13 +71,42 @@ def record(
 
 def begin(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:
     """An attempt starts: its meta (attempts counted), its budget, the ledger."""
-    save_meta(commands, job, meta)
+    job.meta = meta.to_meta()
+    fields: list[Any] = ["meta", job.serializer.dumps(job.meta)]
     if job.retries_left is not None:  # RQ stores no field for a job without retries
-        commands.execute_command("HSET", job.key, "retries_left", job.retries_left)
+        fields += ["retries_left", job.retries_left]
     if job.retry_intervals is not None:
-        intervals = "[" + ",".join(str(int(v)) for v in job.retry_intervals) + "]"
-        commands.execute_command("HSET", job.key, "retry_intervals", intervals)
+        fields += [
+            "retry_intervals",
+            "[" + ",".join(str(int(v)) for v in job.retry_intervals) + "]",
+        ]
+    commands.execute_command("HSET", job.key, *fields)
     record(commands, job, meta, EventStatus.RUNNING, Outcome.REQUEUED if requeued else None)
+
+
+def conclude(meta: JobMeta, status: EventStatus, error: str = "") -> None:
+    """An attempt's end, in the meta (in memory; the caller saves it)."""
+    meta.state = status
+    if error:
+        meta.last_error = error
+    if status is EventStatus.DEAD:
+        meta.dead_at = time.time()
+    elif status.settled:
+        meta.settled_at = time.time()
+
+
+def record_end(
+    commands: Commands,
+    job: Job,
+    meta: JobMeta,
+    outcome: Outcome | None,
+    payload: bytes | None = None,
+) -> None:
+    """The ledger's side of an attempt's end; a settled event's payload goes into its record."""
+    fields: dict[str, Any] = {"last_error": meta.last_error} if meta.last_error else {}
+    if payload is not None and meta.state.settled:
+        fields["payload"] = payload
+    record(commands, job, meta, meta.state, outcome, **fields)
 
 
 def settle(
@@ -90,18 +119,9 @@ def settle(
     payload: bytes | None = None,
 ) -> None:
     """The meta and ledger writes of a settled attempt (done, retrying or dead)."""
-    meta.state = status
-    if error:
-        meta.last_error = error
-    if status is EventStatus.DEAD:
-        meta.dead_at = time.time()
-    elif status.settled:
-        meta.settled_at = time.time()
+    conclude(meta, status, error)
     save_meta(commands, job, meta)
-    fields: dict[str, Any] = {"last_error": error} if error else {}
-    if payload is not None and status.settled:
-        fields["payload"] = payload
-    record(commands, job, meta, status, outcome, **fields)
+    record_end(commands, job, meta, outcome, payload)
 
 
 def log_outcome(

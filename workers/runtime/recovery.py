@@ -22,11 +22,11 @@ from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.utils import current_timestamp, now
 
-from app.jobstate import PENDING, EventCall, EventStatus, Outcome
+from app.jobstate import PENDING, EventStatus
 from app.logs import log_state
-from workers.runtime import batch as batches
-from workers.runtime.batch import Batch, Entry
-from workers.runtime.outcomes import log_outcome, meta_of, settle
+from workers.runtime.batch import Batch, Entry, Fate
+from workers.runtime.outcomes import meta_of
+from workers.runtime.settlement import settle_batch
 
 STUCK_SECONDS = 5
 SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
@@ -49,7 +49,7 @@ def recover_batches(worker: Any, queue: Queue) -> None:
     expired = cast(list[bytes], connection.zrangebyscore(registry.key, 0, current_timestamp()))
     executions = [Execution.from_composite_key(k.decode(), connection) for k in expired]
     jobs = Job.fetch_many([e.job_id for e in executions], connection=connection)
-    batch, ended, logged = Batch(queue), [], []
+    batch, ended = Batch(queue), []
     for execution, job in zip(executions, jobs, strict=True):
         if job is None or job.get_status(refresh=False) != JobStatus.STARTED:
             continue  # RQ's sweep drops these leftovers
@@ -61,21 +61,14 @@ def recover_batches(worker: Any, queue: Queue) -> None:
             batch.entries.append(entry)
     if not ended and not batch.entries:
         return
-    with connection.pipeline() as pipe:
-        for entry in ended:
-            job, meta = entry.job, meta_of(entry.job)
-            entry.ended_at = entry.ended_at or now()
-            batches.settle_success(pipe, worker, entry, job.get_result_ttl(500))
-            raw = EventCall.from_args(job.args).raw
-            settle(pipe, job, meta, meta.state, Outcome(str(meta.state)), payload=raw)
-            logged.append((job, meta))
-        batches.put_back(pipe, worker, batch, batch.entries)
-        pipe.execute()
-    for job, meta in logged:
-        log_outcome(job, meta, meta.state)
+    for entry in ended:
+        entry.fate, entry.ended_at = Fate.SUCCEEDED, entry.ended_at or now()
+    batch.entries += ended
+    settle_batch(worker, batch)
     for entry in batch.entries:
-        meta = meta_of(entry.job)
-        log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery", started=False)
+        if entry.fate is Fate.NOT_STARTED:
+            meta = meta_of(entry.job)
+            log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery")
 
 
 def recover_taken(queue: Queue) -> None:

@@ -17,10 +17,9 @@ within about 20 s (heartbeats every 5 s that expire after 15 s; `retries.py`).
 from __future__ import annotations
 
 import os
-import pickle
-import select
 import signal
-import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -31,22 +30,19 @@ from rq.utils import now
 from rq.worker import BaseWorker, WorkerStatus
 from rq.worker_registration import clean_worker_registry
 
-from app.jobstate import EventCall, EventStatus, JobMeta, Outcome
 from app.settings import Settings
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
-from workers.runtime.outcomes import log_outcome, meta_of, settle
+from workers.runtime.horse import Horse
 from workers.runtime.recovery import recover
-from workers.runtime.retries import last_error, retry_delay
-from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
+from workers.runtime.runner import Ended, Started, StopAfterCurrent, run_batch
+from workers.runtime.settlement import settle_batch
 
 # Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
 HEARTBEAT_INTERVAL = 5
 HEARTBEAT_GRACE = 10
 # An idle worker blocks on the queue for WORKER_TTL - 15 s, then runs due maintenance.
 WORKER_TTL = 35
-SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
-_LENGTH = struct.Struct("!I")
 
 
 class WebhookWorker(BaseWorker):
@@ -58,8 +54,11 @@ class WebhookWorker(BaseWorker):
         self.isolated = settings.webhook_worker_mode == "fork"
         self.stop_signalled = False
         self.stop_after_current = StopAfterCurrent()
+        self.horse = Horse(self.connection, settings, self.stop_after_current)
         self._batch: Batch | None = None
-        self._child = 0
+        # A batch whose handlers have run, settled while the next one runs (or before the
+        # worker waits for work, or stops).
+        self._unsettled: Batch | None = None
 
     # --- RQ's loop: what it dequeues is a batch, what it executes is that batch --------------
 
@@ -75,39 +74,56 @@ class WebhookWorker(BaseWorker):
             self.heartbeat()
             if self.should_run_maintenance_tasks:
                 self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
-            block = timeout
-            if max_idle_time is not None and timeout is not None:
-                left = max_idle_time - (now() - idle_since).total_seconds()
-                if left <= 0:
-                    return None
-                block = max(1, min(timeout, int(left)))
-            found = batches.take(self.connection, queue, self.settings.webhook_batch_size, block)
+            size = self.settings.webhook_batch_size
+            found = batches.take(self.connection, queue, size, None)
+            if found is None and self._unsettled is not None:
+                # Nothing to overlap it with: settle it now (a retry may come of it).
+                self.settle_unsettled()
+                continue
+            if found is None:
+                if timeout is None:
+                    return None  # burst: the queue is empty
+                block = timeout
+                if max_idle_time is not None:
+                    left = max_idle_time - (now() - idle_since).total_seconds()
+                    if left <= 0:
+                        return None
+                    block = max(1, min(timeout, int(left)))
+                found = batches.take(self.connection, queue, size, block)
             if found is not None:
                 self._batch = found
                 return found.entries[0].job, queue
-            if timeout is None:
-                return None  # burst: the queue is empty
 
     def execute_job(self, job: Job, queue: Queue) -> None:
         batch, self._batch = self._batch, None
         assert batch is not None and batch.entries[0].job is job
-        with self.connection.pipeline() as pipe:
-            batches.begin(pipe, self, batch, self.get_heartbeat_ttl(job))
+        ttl = self.get_heartbeat_ttl(job)
+        # Not a transaction: a begin cut halfway leaves jobs that recovery takes back.
+        with signals_deferred(), self.connection.pipeline(transaction=False) as pipe:
+            batches.begin(pipe, self, batch, ttl)
             self.set_state(WorkerStatus.BUSY, pipeline=pipe)
-            self.heartbeat(self.get_heartbeat_ttl(job), pipeline=pipe)
+            self.heartbeat(ttl, pipeline=pipe)
             pipe.execute()
         if self.isolated:
-            self.run_in_child(batch)
+            self.run_in_horse(batch)
         else:
-            run_batch(
-                batch.jobs,
-                self.connection,
-                self.settings,
-                self.reported(batch),
-                self.stop_after_current,
-            )
-        self.settle(batch)
-        self.set_state(WorkerStatus.IDLE)
+            self.settle_unsettled()
+            report, stop = self.reported(batch), self.stop_after_current
+            run_batch(batch.jobs, self.connection, self.settings, report, stop)
+        self._unsettled = batch
+
+    def settle_unsettled(self) -> None:
+        if self._unsettled is not None:
+            with signals_deferred():
+                settle_batch(self, self._unsettled)
+                self._unsettled = None
+
+    def teardown(self) -> None:
+        try:
+            self.settle_unsettled()
+        finally:
+            self.horse.close()
+            super().teardown()  # type: ignore[no-untyped-call]
 
     def clean_registries(self) -> None:
         """RQ's maintenance, with what dead workers held taken back first (`recovery.py`)."""
@@ -132,73 +148,41 @@ class WebhookWorker(BaseWorker):
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signalled = True
         self.stop_after_current.request()
-        if self._child:
-            os.kill(self._child, signal.SIGUSR1)  # finish the running handler, start no other
+        self.horse.signal(signal.SIGUSR1)  # finish the running handler, start no other
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
-    # --- a batch in a child -------------------------------------------------------------------
+    def kill_horse(self, sig: signal.Signals = signal.SIGKILL) -> None:
+        self.horse.signal(sig)  # a cold shutdown (a second Ctrl+C) takes the child down too
 
-    def run_in_child(self, batch: Batch) -> None:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: run, report through the pipe, exit without cleanup
-            os.close(read_end)
-            os.setpgrp()  # the worker's process group gets Ctrl+C; the child finishes its job
-            child_signals(self.stop_after_current)
-            code = 1
-            try:
-                run_batch(
-                    batch.jobs,
-                    self.connection,
-                    self.settings,
-                    lambda report: _send(write_end, report),
-                    self.stop_after_current,
-                )
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write_end)
-        self._child = self._horse_pid = pid
-        try:
-            self.monitor(batch, read_end)
-            _, status = os.waitpid(pid, 0)
-        finally:
-            os.close(read_end)
-            self._child = self._horse_pid = 0
-        if status != 0:
+    # --- a batch in the child -------------------------------------------------------------------
+
+    def run_in_horse(self, batch: Batch) -> None:
+        hashes = [(e.job.id, e.fields) for e in batch.entries]
+        self.horse.ensure()
+        self._horse_pid = self.horse.pid
+        # The previous batch is settled while the child runs this one: two cores busy.
+        status = self.horse.run(
+            hashes,
+            self.reported(batch),
+            lambda: self.keep_alive(batch),
+            self.job_monitoring_interval,
+            before_wait=self.settle_unsettled,
+        )
+        self._horse_pid = self.horse.pid
+        if status:
             self.child_died(batch, status)
 
-    def monitor(self, batch: Batch, read_end: int) -> None:
-        """Read the child's reports as they come; between them, keep the batch alive and
-        stop a handler that outlived its timeout."""
-        apply = self.reported(batch)
-        buffer = b""
-        while True:
-            ready, _, _ = select.select([read_end], [], [], self.job_monitoring_interval)
-            if not ready:
-                self.keep_alive(batch)
-                continue
-            chunk = os.read(read_end, 65536)
-            if not chunk:
-                return
-            buffer += chunk
-            while len(buffer) >= _LENGTH.size:
-                (size,) = _LENGTH.unpack_from(buffer)
-                if len(buffer) < _LENGTH.size + size:
-                    break
-                apply(pickle.loads(buffer[_LENGTH.size : _LENGTH.size + size]))  # noqa: S301
-                buffer = buffer[_LENGTH.size + size :]
-
     def keep_alive(self, batch: Batch) -> None:
+        ttl = self.get_heartbeat_ttl(batch.entries[0].job)
         with self.connection.pipeline() as pipe:
-            self.heartbeat(self.get_heartbeat_ttl(batch.entries[0].job), pipeline=pipe)
-            batches.heartbeat(pipe, batch, self.get_heartbeat_ttl(batch.entries[0].job))
+            self.heartbeat(ttl, pipeline=pipe)
+            batches.heartbeat(pipe, batch, ttl)
             pipe.execute()
         running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
-        if running is not None and self._child:
+        if running is not None and running.started_at is not None:
             timeout = running.job.timeout or 180
-            if (now() - running.started_at).total_seconds() > timeout + 60:  # type: ignore[operator]
-                os.kill(self._child, signal.SIGKILL)  # stuck beyond the death penalty
+            if (now() - running.started_at).total_seconds() > timeout + 60:
+                self.horse.signal(signal.SIGKILL)  # stuck beyond its own death penalty
 
     def child_died(self, batch: Batch, status: int) -> None:
         cause = f" (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status) else ""
@@ -224,40 +208,15 @@ class WebhookWorker(BaseWorker):
 
         return apply
 
-    # --- settlement: one pipeline for the batch ------------------------------------------------
 
-    def settle(self, batch: Batch) -> None:
-        logged: list[tuple[Job, JobMeta, EventStatus, str, int | None]] = []
-        with self.connection.pipeline() as pipe:
-            for entry in batch.entries:
-                job, meta = entry.job, meta_of(entry.job)
-                if entry.fate is Fate.NOT_STARTED:
-                    continue
-                job.started_at, job.ended_at = entry.started_at, entry.ended_at
-                raw = EventCall.from_args(job.args).raw
-                if entry.fate is Fate.SUCCEEDED:
-                    status = meta.state if meta.state in SUCCESS else EventStatus.DONE
-                    result_ttl = job.get_result_ttl(self.default_result_ttl)
-                    batches.settle_success(pipe, self, entry, result_ttl)
-                    settle(pipe, job, meta, status, Outcome(str(status)), payload=raw)
-                    logged.append((job, meta, status, "", None))
-                    continue
-                delay, error = retry_delay(job), last_error(entry.exc_string)
-                if batches.settle_failure(pipe, self, batch, entry):
-                    settle(pipe, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
-                    logged.append((job, meta, EventStatus.RETRYING, error, delay))
-                else:
-                    settle(pipe, job, meta, EventStatus.DEAD, Outcome.DEAD_LETTERED, error, raw)
-                    logged.append((job, meta, EventStatus.DEAD, error, None))
-            not_started = [e for e in batch.entries if e.fate is Fate.NOT_STARTED]
-            batches.put_back(pipe, self, batch, not_started)
-            pipe.execute()
-        for job, meta, status, error, delay in logged:
-            log_outcome(job, meta, status, error, delay)
-
-
-def _send(fd: int, report: Started | Ended) -> None:
-    data = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(_LENGTH.pack(len(data)) + data)
-    while view:
-        view = view[os.write(fd, view) :]
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """A stop signal waits until the transaction in flight has its answer: RQ's warm
+    shutdown raises from its handler when the worker is idle, and a transaction cut
+    between being sent and being answered could not be told applied from not."""
+    stops = {signal.SIGTERM, signal.SIGINT}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
