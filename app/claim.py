@@ -2,7 +2,9 @@
 
 The claim script checks, writes the job hash exactly as RQ's `job.to_dict()` serialises it,
 registers the queue, pushes the job id, writes the ledger record, and only then sets the
-dedupe key, in one round trip that Redis runs without interleaving. Each script's KEYS and
+dedupe key, in one round trip that Redis runs without interleaving. The payload is stored
+once: in the job's call data until the event settles, when the worker copies it into the
+ledger record, which outlives the job. Each script's KEYS and
 ARGV are the fields of a dataclass, in order; the script's first lines bind them to the
 same names (`script_prologue`), so Python and Lua cannot disagree on a position.
 """
@@ -37,7 +39,6 @@ class ClaimArgs:
     meta: bytes  # RQ's pickle of `JobMeta.to_meta()`
     event_id: str
     event_type: str
-    payload: bytes
     payload_format: str  # json or form: how the worker parses the payload
     source: str
 
@@ -83,7 +84,7 @@ redis.call('SADD', queues_key, queue_key)
 redis.call('RPUSH', queue_key, job_id)
 redis.call('HSET', event_key, 'source', source, 'id', event_id, 'type', event_type,
            'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at,
-           'job_id', job_id, 'payload', payload, 'format', payload_format)
+           'job_id', job_id, 'format', payload_format)
 redis.call('EXPIRE', event_key, ledger_ttl)
 redis.call('ZADD', events_key, received_at, event_key)
 redis.call('ZREMRANGEBYSCORE', events_key, '-inf', tonumber(received_at) - tonumber(ledger_ttl))

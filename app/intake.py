@@ -8,7 +8,9 @@ is written; the answer is 503 and the provider retries) or all of it ran.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -123,7 +125,6 @@ class Intake:
             meta=meta,
             event_id=delivery.event_id,
             event_type=delivery.event_type,
-            payload=raw,
             payload_format=delivery.payload_format,
             source=source.name,
         )
@@ -158,16 +159,25 @@ class AsyncIntake(Intake):
         self.enqueue_script = redis.register_script(ENQUEUE)
 
     async def claim_and_enqueue(
-        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        timeout: float | None = None,
     ) -> Claim:
-        """Raises `redis.RedisError` when Redis cannot take the event; then nothing is kept."""
+        """Raises `redis.RedisError` when Redis cannot take the event (then nothing is
+        kept), `TimeoutError` when it has not answered within `timeout` seconds."""
+        started = time.monotonic()
         job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
-        if await self.claim(keys, args):
+        if await self.claim(keys, args, timeout):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":
             return Claim(accepted=False, job_id=job_id)
         dup_id, keys, args = self.duplicate_call(source, delivery, raw, received_at)
-        await self.enqueue_script(keys=keys, args=args)
+        left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.01)
+        async with asyncio.timeout(left):
+            await self.enqueue_script(keys=keys, args=args)
         return Claim(accepted=False, job_id=job_id, duplicate_job_id=dup_id)
 
 

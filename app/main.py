@@ -14,17 +14,17 @@ from typing import Any
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from starlette.exceptions import HTTPException
 
 from app.durability import check_persistence
 from app.errors import WebhookError
+from app.ingress import Ingress, rejected
 from app.logs import configure_logging, logger
-from app.metrics import REJECTED
 from app.receiver import Receiver
-from app.routes import receive_webhook, router
+from app.routes import router
 from app.settings import ConfigError, Settings
 
 
@@ -40,7 +40,7 @@ def redis_client(settings: Settings) -> aioredis.Redis:
     )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None) -> Ingress:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging()
@@ -61,26 +61,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="webhook receiver", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
-    app.add_route("/webhooks/{source}", receive_webhook, methods=["POST"])
     app.include_router(router)
 
     @app.exception_handler(WebhookError)
-    async def webhook_error(request: Request, exc: WebhookError) -> JSONResponse:
-        source = request.path_params.get("source", "")
-        # Unknown names are not labels: a scanner must not create metric series at will.
-        known = source in request.app.state.receiver.verifiers
-        REJECTED.labels(source if known else "(unknown)", exc.reason).inc()
-        logger.warning(
-            "rejected",
-            extra={
-                "state": "rejected",
-                "source": source,
-                "reason": exc.reason,
-                "status": exc.status_code,
-                "detail": exc.detail,
-            },
-        )
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+    async def webhook_error(request: Request, exc: WebhookError) -> Response:
+        receiver = getattr(request.app.state, "receiver", None)
+        body = rejected(receiver, request.path_params.get("source", ""), exc)
+        return Response(body, exc.status_code, media_type="application/json")
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -92,7 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
         )
 
-    return app
+    return Ingress(app)
 
 
 Scope = dict[str, Any]
@@ -105,7 +92,7 @@ class Application:
     the app built from them. A `ConfigError` fails the startup with its one-line message."""
 
     def __init__(self) -> None:
-        self.app: FastAPI | None = None
+        self.app: Ingress | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.app is None:

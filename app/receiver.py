@@ -31,6 +31,23 @@ MIN_WAIT = 0.25
 
 
 @dataclass(frozen=True, slots=True)
+class SourceSeries:
+    accepted: Any
+    duplicate: Any
+    ack_seconds: Any
+    last_accepted: Any
+
+    @staticmethod
+    def of(source: str) -> SourceSeries:
+        return SourceSeries(
+            RECEIVED.labels(source, "accepted"),
+            RECEIVED.labels(source, "duplicate"),
+            ACK_SECONDS.labels(source),
+            LAST_ACCEPTED.labels(source),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """The 200 answer: accepted or duplicate (`body`), or what the provider expects instead
     (`reply`: a handshake's answer, or a provider's own acknowledgement)."""
@@ -49,6 +66,8 @@ class Receiver:
         }
         self.public_url = settings.webhook_public_url
         self.intake = AsyncIntake(settings, redis)
+        # Each source's series, looked up once: `labels()` takes a lock and hashes its keys.
+        self.series = {name: SourceSeries.of(name) for name in settings.sources}
 
     async def receive(self, source_name: str, request: Request) -> Outcome:
         started = time.perf_counter()
@@ -139,8 +158,7 @@ class Receiver:
         # request's arrival; never cut below a floor, so a slow upload still gets its try.
         wait = max(self.settings.webhook_ack_timeout - (time.perf_counter() - started), MIN_WAIT)
         try:
-            async with asyncio.timeout(wait):
-                claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at)
+            claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at, wait)
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"
@@ -152,10 +170,11 @@ class Receiver:
             ) from None
         status = "accepted" if claim.accepted else "duplicate"
         elapsed = time.perf_counter() - started
-        RECEIVED.labels(source_name, status).inc()
-        ACK_SECONDS.labels(source_name).observe(elapsed)
+        series = self.series[source_name]
+        (series.accepted if claim.accepted else series.duplicate).inc()
+        series.ack_seconds.observe(elapsed)
         if claim.accepted:
-            LAST_ACCEPTED.labels(source_name).set(received_at)
+            series.last_accepted.set(received_at)
         extra: dict[str, Any] = {}
         if claim.duplicate_job_id:
             extra["enqueued_as"] = claim.duplicate_job_id

@@ -1,4 +1,5 @@
-"""HTTP routes. The receiver is injected, so tests build the app with their own settings."""
+"""HTTP routes besides deliveries (`POST /webhooks/{source}` is `app/ingress.py`'s). The
+receiver is injected, so tests build the app with their own settings."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from redis.exceptions import RedisError
 
 from app.providers import Reply
-from app.receiver import Outcome, Receiver
+from app.receiver import Receiver
 
 router = APIRouter()
 
@@ -27,17 +28,6 @@ def send(reply: Reply) -> Response:
     return Response(
         reply.body, reply.status, headers=dict(reply.headers), media_type=reply.media_type
     )
-
-
-def answer(outcome: Outcome) -> Response:
-    return JSONResponse(outcome.body) if outcome.reply is None else send(outcome.reply)
-
-
-async def receive_webhook(request: Request) -> Response:
-    """POST /webhooks/{source}: a plain Starlette endpoint, so the hot path skips FastAPI's
-    dependency resolution and validation, which cost more than the work itself."""
-    receiver: Receiver = request.app.state.receiver
-    return answer(await receiver.receive(request.path_params["source"], request))
 
 
 @router.get("/webhooks/{source}", summary="A provider's GET handshake (Meta, Dropbox, Braintree)")

@@ -7,13 +7,15 @@ The receiver's claim script writes each record and the worker updates it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from redis import Redis
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
 
 from app.formats import iso, text
-from app.jobstate import EventStatus
+from app.jobstate import EventCall, EventStatus
 from app.keys import Keys
 
 SUMMARY_FIELDS = (
@@ -86,10 +88,20 @@ class EventLedger:
         self.connection = connection
 
     def get(self, source: str, event_id: str) -> LedgerRecord | None:
-        fields = cast(
-            dict[bytes, bytes], self.connection.hgetall(self.keys.event(source, event_id))
-        )
-        return LedgerRecord.from_fields({text(k): v for k, v in fields.items()}) if fields else None
+        """One record, with its payload: from the record once the event settled, from its
+        job's call data before (the payload is stored once)."""
+        key = self.keys.event(source, event_id)
+        fields = cast(dict[bytes, bytes], self.connection.hgetall(key))
+        if not fields:
+            return None
+        record = LedgerRecord.from_fields({text(k): v for k, v in fields.items()})
+        if record.payload is None and record.job_id:
+            try:
+                job = Job.fetch(record.job_id, connection=self.connection)
+                record = replace(record, payload=EventCall.from_args(job.args).raw)
+            except (NoSuchJobError, ValueError):
+                pass  # the job is gone and the event never settled: no payload is kept
+        return record
 
     def find(
         self,

@@ -1,0 +1,105 @@
+"""`POST /webhooks/{source}` straight from the ASGI server to the receiver.
+
+Every delivery is this one request, and the framework's layers (five middlewares, the
+router, the request and response objects) cost as much as the receiver's own work. The
+ingress takes exactly that route in front of the FastAPI app and answers it itself, with
+the same answers; every other request (probes, metrics, handshakes, replay) goes on to
+FastAPI. `rejected` and `answer` are the one place that turns an outcome or a refusal
+into bytes, for both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+
+from app.errors import QueueUnavailable, WebhookError
+from app.logs import logger
+from app.metrics import REJECTED
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from app.receiver import Outcome, Receiver
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+PREFIX = "/webhooks/"
+JSON = b"application/json"
+
+
+def reply_bytes(outcome: Outcome) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
+    """Status, media type, body and extra headers of a 200 answer."""
+    if outcome.reply is not None:
+        reply = outcome.reply
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+        return reply.status, reply.media_type.encode("latin-1"), reply.body, headers
+    # As Starlette's JSONResponse renders it.
+    body = json.dumps(outcome.body, ensure_ascii=False, separators=(",", ":")).encode()
+    return 200, JSON, body, []
+
+
+def rejected(receiver: Receiver | None, source: str, exc: WebhookError) -> bytes:
+    """Count, log and word a refusal: `{"detail": ...}`."""
+    # Unknown names are not labels: a scanner must not create metric series at will.
+    known = receiver is not None and source in receiver.verifiers
+    REJECTED.labels(source if known else "(unknown)", exc.reason).inc()
+    logger.warning(
+        "rejected",
+        extra={
+            "state": "rejected",
+            "source": source,
+            "reason": exc.reason,
+            "status": exc.status_code,
+            "detail": exc.detail,
+        },
+    )
+    return json.dumps({"detail": exc.detail}, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def respond(
+    send: Send,
+    status: int,
+    media_type: bytes,
+    body: bytes,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    start = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
+    await send(
+        {"type": "http.response.start", "status": status, "headers": start + (headers or [])}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class Ingress:
+    """The ASGI app: deliveries to the receiver, the rest to FastAPI."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or not path.startswith(PREFIX)
+            or "/" in path[len(PREFIX) :]
+            or len(path) == len(PREFIX)
+        ):
+            await self.app(scope, receive, send)
+            return
+        source = path[len(PREFIX) :]
+        receiver: Receiver | None = getattr(self.app.state, "receiver", None)
+        try:
+            if receiver is None:  # served before its lifespan started
+                raise QueueUnavailable("not ready; retry later")
+            outcome = await receiver.receive(source, Request(scope, receive))
+        except WebhookError as exc:
+            await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))
+            return
+        await respond(send, *reply_bytes(outcome))
