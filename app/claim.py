@@ -82,9 +82,12 @@ redis.call('HSET', job_key, 'created_at', job_stamp, 'enqueued_at', job_stamp,
            'data', job_data, 'description', description, 'meta', meta, CONSTANT_JOB_FIELDS)
 redis.call('SADD', queues_key, queue_key)
 redis.call('RPUSH', queue_key, job_id)
+-- The job id follows from source and id, and JSON is the default format: neither is stored.
 redis.call('HSET', event_key, 'source', source, 'id', event_id, 'type', event_type,
-           'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at,
-           'job_id', job_id, 'format', payload_format)
+           'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at)
+if payload_format ~= 'json' then
+  redis.call('HSET', event_key, 'format', payload_format)
+end
 redis.call('EXPIRE', event_key, ledger_ttl)
 redis.call('ZADD', events_key, received_at, event_key)
 redis.call('ZREMRANGEBYSCORE', events_key, '-inf', tonumber(received_at) - tonumber(ledger_ttl))

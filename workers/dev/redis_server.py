@@ -72,6 +72,9 @@ class RedisServer:
             "appendfsync": self.fsync,
             "save": "",
             "maxmemory-policy": "noeviction",
+            # A job hash holds its call data (the payload) and meta, longer than Redis's
+            # 64-byte default for the compact encoding: about half the bytes per event.
+            "hash-max-listpack-value": "4096",
             "logfile": "redis.log",
             **self.options,
         }

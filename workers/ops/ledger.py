@@ -16,7 +16,7 @@ from rq.job import Job
 
 from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus
-from app.keys import Keys
+from app.keys import Keys, job_id_for
 
 SUMMARY_FIELDS = (
     "source",
@@ -60,7 +60,8 @@ class LedgerRecord:
             status=EventStatus(field("status") or EventStatus.QUEUED),
             attempts=int(field("attempts") or 0),
             received_at=float(field("received_at") or 0),
-            job_id=field("job_id"),
+            # Records written before the job id was left out carry it.
+            job_id=field("job_id") or job_id_for(field("source"), field("id")),
             last_error=field("last_error"),
             settled_at=float(settled) if settled else None,
             payload=fields.get("payload"),

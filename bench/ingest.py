@@ -1,0 +1,137 @@
+"""Ingest: requests/s of the real receiver over a no-op FastAPI endpoint that only reads the
+body; same uvicorn flags, same wrk load and concurrency, alternating, on the same Redis
+(appendfsync always); with p50/p99 latency of both. Every request is a new signed event."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+
+from bench.common import BIN, PADDING, ROOT, SECRET
+from workers.dev.redis_server import free_port
+
+
+def signed_bodies(path: Path, count: int, tag: str) -> None:
+    with path.open("w") as out:
+        for n in range(count):
+            body = json.dumps(
+                {
+                    "id": f"evt_{tag}_{n:08d}",
+                    "type": "order.created",
+                    "data": {"object": {"id": f"ord_{n}", "amount": 4200}, "note": PADDING},
+                },
+                separators=(",", ":"),
+            )
+            signature = hmac.new(SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
+            out.write(f"{signature} {body}\n")
+
+
+def serve(app: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [
+            str(BIN / "uvicorn"),
+            app,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-access-log",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(200):
+        try:
+            import httpx
+
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=0.5)
+            return process
+        except Exception:
+            time.sleep(0.05)
+    raise RuntimeError(f"{app} did not start")
+
+
+def wrk(port: int, bodies: Path, seconds: int, connections: int, threads: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            str(threads),
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "-s",
+            str(ROOT / "bench" / "signed.lua"),
+            f"http://127.0.0.1:{port}/webhooks/inbound",
+        ],
+        env={**os.environ, "BODIES": str(bodies), "THREADS": str(threads)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    summary: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    summary["rps"] = summary["requests"] / (summary["duration_us"] / 1e6)
+    return summary
+
+
+def ingest(
+    redis_url: str,
+    rounds: int,
+    seconds: int,
+    connections: int,
+    threads: int,
+    **receiver_env: str,
+) -> dict[str, Any]:
+    env = {
+        "REDIS_URL": redis_url,
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "WEBHOOK_KEY_PREFIX": "bench",
+        **receiver_env,
+    }
+    results: dict[str, list[dict[str, Any]]] = {"noop": [], "receiver": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(rounds):
+            for name, app in (("noop", "bench.noop_app:app"), ("receiver", "app.main:app")):
+                bodies = Path(tmp) / f"{name}-{round_}.txt"
+                # More bodies than any run can send: every request is a new event.
+                signed_bodies(bodies, 60_000 * seconds // 10, f"{name}{round_}")
+                port = free_port()
+                server = serve(app, port, env)
+                try:
+                    wrk(port, bodies, 1, connections, threads)  # warm-up
+                    results[name].append(wrk(port, bodies, seconds, connections, threads))
+                finally:
+                    server.terminate()
+                    server.wait()
+                Redis.from_url(redis_url).flushall()
+    ratios = [
+        r["rps"] / n["rps"] for r, n in zip(results["receiver"], results["noop"], strict=True)
+    ]
+    return {
+        "ratio": statistics.median(ratios),
+        "ratios": ratios,
+        **{
+            f"{name}_{key}": statistics.median(run[key] for run in runs)
+            for name, runs in results.items()
+            for key in ("rps", "p50_us", "p99_us")
+        },
+        "non_2xx": sum(
+            run["non_2xx"] + run["socket_errors"] for runs in results.values() for run in runs
+        ),
+        "duplicates_answered": 0,
+    }

@@ -1,0 +1,76 @@
+"""The bench's results as the table the README shows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def table(result: dict[str, Any]) -> str:
+    i, m = result["ingest"], result["memory"]
+    rows = [
+        (
+            "ingest: receiver / no-op endpoint",
+            f"{i['ratio']:.2f}",
+            f"{i['receiver_rps']:.0f} vs {i['noop_rps']:.0f} req/s",
+            ">= 0.75",
+        ),
+        (
+            "  latency p99 receiver / no-op",
+            f"{i['receiver_p99_us'] / i['noop_p99_us']:.1f}x",
+            f"{i['receiver_p99_us'] / 1000:.1f} / {i['noop_p99_us'] / 1000:.1f} ms",
+            "<= 2x",
+        ),
+        (
+            "  latency p50 receiver / no-op",
+            "",
+            f"{i['receiver_p50_us'] / 1000:.1f} / {i['noop_p50_us'] / 1000:.1f} ms",
+            "",
+        ),
+    ]
+    for key, label, target in (
+        ("drain", "drain: worker (default, isolated) / bare BRPOP", ">= 0.50"),
+        ("drain_simple", "drain: worker (in-process) / bare BRPOP", ">= 0.70"),
+    ):
+        d = result[key]
+        rows.append(
+            (
+                label,
+                f"{d['ratio']:.2f}",
+                f"{d['rate']:.0f} vs {d['baseline_rate']:.0f} events/s",
+                target,
+            )
+        )
+    s = result["scaling"]
+    rows.append(
+        (
+            "drain: 2 worker processes / 1",
+            f"{s['ratio']:.2f}",
+            f"{s['rate']:.0f} vs {s['baseline_rate']:.0f} events/s",
+            ">= 1.7",
+        )
+    )
+    for name, p in result["peers"].items():
+        if name == "skipped":
+            rows.append(("peers", "", p, ""))
+            continue
+        rows.append(
+            (
+                f"drain: {name} / bare BRPOP",
+                f"{p['ratio']:.2f}",
+                f"{p['rate']:.0f} vs {p['baseline_rate']:.0f} events/s",
+                "",
+            )
+        )
+    rows += [
+        ("memory: one dedupe key (used_memory)", "", f"{m['dedupe_key_bytes']:.0f} B", ""),
+        (
+            "memory: one accepted event, beyond its payload",
+            "",
+            f"{m['beyond_payload_bytes']:.0f} B (payload {m['payload_bytes']} B, once)",
+            "<= 1 KB",
+        ),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{'measure':<{width}}  {'ratio':>6}  {'figures':<34}  target"]
+    lines += [f"{a:<{width}}  {b:>6}  {c:<34}  {t}" for a, b, c, t in rows]
+    return "\n".join(lines)
