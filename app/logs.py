@@ -7,6 +7,7 @@ secret or a payload.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -65,17 +66,46 @@ def log_state(state: str, source: str, event_id: str, event_type: str, **fields:
     level = logging.WARNING if state in {"rejected", "dead_lettered"} else logging.INFO
     if len(event_type) > MAX_LOGGED_TYPE:
         event_type = f"{event_type[:MAX_LOGGED_TYPE]}… ({len(event_type)} characters)"
-    logger.log(
-        level,
-        state,
-        extra={
-            "state": state,
-            "source": source,
-            "event_id": event_id,
-            "type": event_type,
-            **fields,
-        },
+    extra = {"state": state, "source": source, "event_id": event_id, "type": event_type, **fields}
+    if not _json_to_stderr() or not logger.isEnabledFor(level):
+        logger.log(level, state, extra=extra)
+        return
+    # The line JsonFormatter would write, without a LogRecord and a write per request:
+    # on the receiver, lines of one event-loop tick go out in one write.
+    head = {"ts": round(time.time(), 3), "level": logging.getLevelName(level).lower()}
+    _write_soon(
+        json.dumps({**head, "logger": logger.name, **extra}, default=str, ensure_ascii=False)
     )
+
+
+def _json_to_stderr() -> bool:
+    handlers = logger.handlers
+    return (
+        len(handlers) == 1
+        and isinstance(handlers[0], _StderrHandler)
+        and type(handlers[0].formatter) is JsonFormatter
+    )
+
+
+_pending: list[str] = []
+
+
+def _write_soon(line: str) -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        sys.stderr.write(line + "\n")
+        return
+    _pending.append(line)
+    if len(_pending) == 1:
+        loop.call_soon(_flush)
+
+
+def _flush() -> None:
+    lines = "\n".join(_pending) + "\n"
+    _pending.clear()
+    sys.stderr.write(lines)
+    sys.stderr.flush()
 
 
 def elapsed_ms(started: float) -> float:
