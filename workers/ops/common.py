@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -15,30 +14,18 @@ import click
 from redis import Redis
 from redis.exceptions import RedisError
 
+from app.logs import terminal_text
 from app.settings import ConfigError, Settings
-
-# Terminal control: C0 and C1 controls, DEL, and the invisible or reordering format
-# characters (zero-width, bidi overrides). A payload or an error message holding ESC can
-# rewrite an operator's screen, set the window title, or hide text; BEL rings; CR overwrites.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_CONTROL_IN_BLOCK = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def cell(value: object) -> str:
     """Text for one line of a terminal (a table cell, a field): every control escaped."""
-    return _CONTROL.sub(_escaped, str(value))
+    return terminal_text(value)
 
 
 def block(value: object) -> str:
     """Text of several lines (a payload, a traceback): newlines and tabs kept, the rest escaped."""
-    return _CONTROL_IN_BLOCK.sub(_escaped, str(value))
+    return terminal_text(value, keep_lines=True)
 
 
 class CommandError(click.ClickException):
