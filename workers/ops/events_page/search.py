@@ -62,14 +62,14 @@ class Query:
     def reads_records(self) -> bool:
         return self.type is not None or self.status is not None
 
-    def matches(self, record: LedgerRecord) -> bool:
-        if self.status is not None and record.status != self.status:
+    def matches(self, status: str, event_type: str) -> bool:
+        if self.status is not None and status != self.status:
             return False
         if self.type is None:
             return True
         if self.type.endswith("*"):
-            return record.type.startswith(self.type[:-1])
-        return record.type == self.type
+            return event_type.startswith(self.type[:-1])
+        return event_type == self.type
 
 
 @dataclass(slots=True)
@@ -103,7 +103,11 @@ class EventSearch:
         assert query.event_id is not None
         sources = [query.source] if query.source else self.sources
         keys = [self.ledger.keys.event(source, query.event_id) for source in sources]
-        found = [r for r in self.ledger.summaries(keys) if r is not None and query.matches(r)]
+        found = [
+            r
+            for r in self.ledger.summaries(keys)
+            if r is not None and query.matches(str(r.status), r.type)
+        ]
         return Page(rows=found, examined=len(keys))
 
     def _walk(self, query: Query) -> Page:
@@ -137,23 +141,35 @@ class EventSearch:
         return page
 
     def _take(self, query: Query, candidates: list[tuple[str, float]], page: Page) -> None:
-        """Read the candidates' records and keep the matches. Without a filter that reads
-        them, only as many as the page still needs are read. A full page's cursor is its
-        last row, so the next page starts right after it."""
+        """Keep the candidates that match, reading the whole record only of those shown: a
+        filter on type or status reads just those two fields of each candidate. A full
+        page's cursor is its last row, so the next page starts right after it."""
+        if query.reads_records:
+            matching = self._matching(query, candidates)
+            candidates = [c for c, ok in zip(candidates, matching, strict=True) if ok]
         done = 0
         while done < len(candidates) and len(page.rows) < PAGE:
-            size = len(candidates) if query.reads_records else PAGE - len(page.rows)
-            part = candidates[done : done + size]
-            done += size
+            part = candidates[done : done + PAGE - len(page.rows)]
+            done += len(part)
             records = self.ledger.summaries([member for member, _ in part])
             for (member, score), record in zip(part, records, strict=True):
-                if record is None or not query.matches(record):
-                    continue  # expired since indexed, or filtered out
+                if record is None:
+                    continue  # expired since it was indexed
                 page.rows.append(record)
                 if len(page.rows) == PAGE:
                     page.more = Cursor(score, member)
                     page.reached = score
                     return
+
+    def _matching(self, query: Query, candidates: list[tuple[str, float]]) -> list[bool]:
+        with self.connection.pipeline(transaction=False) as pipe:
+            for member, _ in candidates:
+                pipe.hmget(member, "status", "type")
+            replies = pipe.execute() if candidates else []
+        return [
+            status is not None and query.matches(text(status), text(kind or b""))
+            for status, kind in replies
+        ]
 
     def _chunk(self, query: Query, cursor: Cursor | None) -> list[tuple[str, float]]:
         """The next CHUNK index entries, newest first, strictly older than the cursor (ties
