@@ -7,7 +7,10 @@ written off the request path, by the receiver process every FLUSH_EVERY seconds:
   webhooks_rejected_total); each process adds its counters' growth since its last flush;
 - the workers' outcomes are cumulative counters in `<prefix>:stats:<source>`; a script adds
   their growth since it last looked, atomically, so that any number of receivers (and the
-  Events page itself) may run it without counting anything twice.
+  Events page itself) may run it without counting anything twice. Counters that a receiver
+  saw appear count from zero; counters older than the timeline (an upgrade) are only noted,
+  rather than poured into one interval.
+Nothing is written for a source until it has had a delivery or an outcome.
 A count reaches its interval within FLUSH_EVERY seconds; one near an interval's end may land
 in the next.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
@@ -49,11 +52,23 @@ def seen_key(prefix: str, source: str) -> str:
 
 
 # KEYS: the workers' counters, what was last seen of them, the interval's hash.
-# ARGV: the interval's lifetime, then pairs (counter, interval field).
+# ARGV: the interval's lifetime; what to do when nothing was seen yet: `zero` (count all,
+# the counters are new), `baseline` (only note them: they hold history from before this
+# version), `skip` (leave the choice to a receiver); then pairs (counter, interval field).
+# Nothing is written before the workers' counters exist.
 SAMPLE_OUTCOMES = """
-for i = 2, #ARGV, 2 do
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 0 and ARGV[2] == 'skip' then
+  return 0
+end
+for i = 3, #ARGV, 2 do
   local now = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
   local seen = redis.call('HGET', KEYS[2], ARGV[i])
+  if not seen and ARGV[2] == 'zero' then
+    seen = '0'
+  end
   if seen and now > tonumber(seen) then
     redis.call('HINCRBY', KEYS[3], ARGV[i + 1], now - tonumber(seen))
     redis.call('EXPIRE', KEYS[3], ARGV[1])
@@ -64,12 +79,14 @@ return 1
 """
 
 
-def sample_call(prefix: str, source: str, now: float) -> tuple[list[str], list[str | int]]:
-    """KEYS and ARGV of SAMPLE_OUTCOMES for one source."""
+def sample_call(
+    prefix: str, source: str, now: float, first: str
+) -> tuple[list[str], list[str | int]]:
+    """KEYS and ARGV of SAMPLE_OUTCOMES for one source; `first`: zero, baseline or skip."""
     keys = [Keys(prefix, "").stats(source), seen_key(prefix, source)]
     keys.append(timeline_key(prefix, source, interval_of(now)))
     pairs: list[str | int] = [item for pair in OUTCOMES.items() for item in pair]
-    return keys, [KEEP, *pairs]
+    return keys, [KEEP, first, *pairs]
 
 
 @dataclass
@@ -78,6 +95,9 @@ class ReceiverCounts:
 
     sources: frozenset[str]
     flushed: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Sources whose workers' counters did not exist when this process started: when they
+    # appear, everything in them is new. Counters that predate it are only noted.
+    fresh: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.flushed = self.totals()  # what happened before this app started is not its own
@@ -106,6 +126,17 @@ class ReceiverCounts:
             self.flushed[key] = self.flushed.get(key, 0.0) + count
 
 
+async def note_fresh(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
+    """Which sources have no workers' counters yet (read only: a receiver that only ever
+    refuses requests writes nothing but their count)."""
+    names = sorted(counts.sources)
+    async with redis.pipeline(transaction=False) as pipe:
+        for source in names:
+            pipe.exists(Keys(prefix, "").stats(source))
+        found = await pipe.execute()
+    counts.fresh = {source for source, exists in zip(names, found, strict=True) if not exists}
+
+
 async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
     """One round trip: this process's answers since the last flush, and the workers'
     outcomes since anyone last sampled them."""
@@ -117,35 +148,33 @@ async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> N
             pipe.hincrby(key, name, count)
             pipe.expire(key, KEEP)
         for source in sorted(counts.sources):
-            keys, args = sample_call(prefix, source, now)
+            first = "zero" if source in counts.fresh else "baseline"
+            keys, args = sample_call(prefix, source, now, first)
             pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
         await pipe.execute()
     counts.commit(pending)
 
 
-async def _flush_quietly(
-    redis: aioredis.Redis, prefix: str, counts: ReceiverCounts, wait: float
-) -> None:
+async def _quietly(work: Awaitable[None], wait: float) -> None:
     """A Redis that is away only delays the counts: what was not flushed goes next time."""
     with contextlib.suppress(RedisError, TimeoutError):
         async with asyncio.timeout(wait):
-            await flush(redis, prefix, counts)
+            await work
 
 
 async def start_timeline(
     redis: aioredis.Redis, prefix: str, sources: Iterable[str]
 ) -> asyncio.Task[None]:
-    """Look at the workers' counters once now, so that outcomes from the first seconds are
-    counted (the first look only notes where they stand), then flush every FLUSH_EVERY
-    seconds until the task is cancelled, and once more then."""
+    """Note which workers' counters are new, then flush every FLUSH_EVERY seconds until
+    the task is cancelled, and once more then."""
     counts = ReceiverCounts(frozenset(sources))
-    await _flush_quietly(redis, prefix, counts, wait=1.0)  # never holds startup up for long
+    await _quietly(note_fresh(redis, prefix, counts), wait=1.0)  # never holds startup long
 
     async def run() -> None:
         try:
             while True:
                 await asyncio.sleep(FLUSH_EVERY)
-                await _flush_quietly(redis, prefix, counts, wait=FLUSH_EVERY)
+                await _quietly(flush(redis, prefix, counts), wait=FLUSH_EVERY)
         finally:
             with contextlib.suppress(RedisError, TimeoutError, asyncio.CancelledError):
                 async with asyncio.timeout(1):

@@ -67,7 +67,8 @@ def read_day(connection: Redis, prefix: str, sources: list[str], now: float) -> 
     starts = tuple(current - INTERVAL * (count - 1 - i) for i in range(count))
     with connection.pipeline(transaction=False) as pipe:
         for source in sources:
-            keys, args = sample_call(prefix, source, now)
+            # `skip`: only a receiver, which knows whether the counters are new, starts them.
+            keys, args = sample_call(prefix, source, now, "skip")
             pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
         for source in sources:
             for start in starts:
