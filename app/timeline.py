@@ -43,12 +43,7 @@ def interval_of(timestamp: float) -> int:
 
 
 def timeline_key(prefix: str, source: str, interval: int) -> str:
-    return f"{prefix}:timeline:{source}:{interval}"
-
-
-def seen_key(prefix: str, source: str) -> str:
-    """The workers' counters as the sampling script last saw them."""
-    return f"{prefix}:timeline-seen:{source}"
+    return Keys(prefix, "").timeline(source, interval)
 
 
 # KEYS: the workers' counters, what was last seen of them, the interval's hash.
@@ -83,7 +78,7 @@ def sample_call(
     prefix: str, source: str, now: float, first: str
 ) -> tuple[list[str], list[str | int]]:
     """KEYS and ARGV of SAMPLE_OUTCOMES for one source; `first`: zero, baseline or skip."""
-    keys = [Keys(prefix, "").stats(source), seen_key(prefix, source)]
+    keys = [Keys(prefix, "").stats(source), Keys(prefix, "").timeline_seen(source)]
     keys.append(timeline_key(prefix, source, interval_of(now)))
     pairs: list[str | int] = [item for pair in OUTCOMES.items() for item in pair]
     return keys, [KEEP, first, *pairs]

@@ -19,7 +19,7 @@ from redis import Redis
 import app.timeline
 from app.keys import job_id_for
 from app.timeline import ReceiverCounts, flush, note_fresh
-from tests.conftest import AUTH, Harness
+from tests.conftest import AUTH, SECRET, Harness
 from workers import Event, PermanentError, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.events_page import search
@@ -358,3 +358,11 @@ def test_the_day_counts_accepted_duplicate_rejected_done_and_dead(
     # Flushing again adds nothing: each count is taken once.
     _flush(site, counts)
     assert _totals(site.get("/events"))["accepted"] == 3
+
+
+def test_no_secret_appears_on_the_events_pages(site: Site) -> None:
+    site.harness.event("evt_fail", "fail.sync")
+    site.harness.drain()
+    pages = [site.get("/events"), site.get("/events/event", source="inbound", id="evt_fail")]
+    for page in pages:
+        assert SECRET not in page and AUTH[1] not in page
