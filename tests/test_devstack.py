@@ -29,8 +29,6 @@ from tests.processes import wait_until
 from workers.dev.devenv import DEV_RETRY_INTERVALS, dev_settings, retries_line
 from workers.dev.stackfile import StackFile
 
-pytestmark = pytest.mark.e2e
-
 
 def test_unset_retry_intervals_get_development_values_that_dead_letter_within_a_minute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -157,6 +155,7 @@ def _kill_tree(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
+@pytest.mark.e2e
 def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
     tmp_path: Path, make_run: Callable[..., Terminal]
 ) -> None:
@@ -227,6 +226,7 @@ def _answers(url: str) -> bool:
         return False
 
 
+@pytest.mark.e2e
 def test_sigint_to_the_stack_without_a_terminal_stops_it_in_order_and_exits_0(
     tmp_path: Path,
 ) -> None:

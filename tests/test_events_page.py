@@ -1,5 +1,5 @@
-"""The dashboard's Events page, through Flask's test client against a real Redis and the real
-worker: search, one event, requeue and replay, the day's picture, and its guards."""
+"""One event on the Events page, its actions and their guards, and the day's picture,
+through Flask's test client against a real Redis and the real worker."""
 
 from __future__ import annotations
 
@@ -7,168 +7,19 @@ import asyncio
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from html import unescape
-from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from flask.testing import FlaskClient
 from redis import Redis
 
 import app.timeline
 from app.keys import job_id_for
 from app.timeline import ReceiverCounts, flush, note_fresh
-from tests.conftest import AUTH, SECRET, Harness
-from workers import Event, PermanentError, handler
-from workers.ops.dashboard import create_dashboard
-from workers.ops.events_page import search
+from tests.conftest import AUTH, SECRET
+from tests.events_site import ORIGIN, Site, make_site, site
 
-ORIGIN = {"Origin": "http://localhost"}
-ROW_ID = re.compile(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>')
-SERIES_TOTAL = re.compile(r'<tr class="series-(\w+)"><th>\w+</th><td class="total">(\d+)')
-
-
-def ids_of(page: str) -> list[str]:
-    return [unescape(found) for found in ROW_ID.findall(page)]
-
-
-@dataclass
-class Site:
-    harness: Harness
-    client: FlaskClient
-
-    def get(self, path: str, **params: str) -> str:
-        response = self.client.get(path, query_string=params or None, auth=AUTH)
-        assert response.status_code == 200, response.status_code
-        return response.get_data(as_text=True)
-
-    def rows(self, **params: str) -> list[str]:
-        """The event ids of the results table, in order."""
-        page = self.get("/events", **params)
-        return [
-            unescape(i) for i in re.findall(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>', page)
-        ]
-
-
-@pytest.fixture
-def make_site(make_harness: Callable[..., Harness]) -> Callable[..., Site]:
-    """A receiver, the real worker and the dashboard on one Redis. Handlers: order.* is
-    done, fail.* raises (dead-lettered at once: no retries), bad.* is permanent."""
-
-    def make(**settings: Any) -> Site:
-        harness = make_harness(webhook_max_retries=0, **settings)
-
-        @handler("inbound", "order.created")
-        def ok(event: Event) -> None:
-            pass
-
-        @handler("inbound", "fail.sync")
-        def fail(event: Event) -> None:
-            raise RuntimeError(f"CRM said no to {event.id}")
-
-        @handler("inbound", "bad.input")
-        def bad(event: Event) -> None:
-            raise PermanentError("cannot be processed")
-
-        dashboard = create_dashboard(harness.settings)
-        return Site(harness, dashboard.test_client())
-
-    return make
-
-
-@pytest.fixture
-def site(make_site: Callable[..., Site]) -> Site:
-    return make_site()
-
-
-def test_the_events_page_needs_the_dashboard_login(site: Site) -> None:
-    for path in ("/events", "/events/event?source=inbound&id=x"):
-        assert site.client.get(path).status_code == 401
-        assert site.client.get(path, auth=(AUTH[0], "wrong")).status_code == 401
-
-
-def test_rq_dashboards_navigation_links_the_events_page(site: Site) -> None:
-    assert '<a href="/events" class="nav-link">Events</a>' in site.get("/")
-
-
-def test_a_search_by_event_id_finds_the_event(site: Site) -> None:
-    for n in range(3):
-        site.harness.event(f"evt_{n}")
-    assert site.rows(id="evt_1") == ["evt_1"]
-    assert site.rows(id="evt_1", source="inbound") == ["evt_1"]
-    assert site.rows(id="evt_9") == []
-    assert "No event with that id" in site.get("/events", id="evt_9")
-
-
-def test_results_are_newest_first_and_filter_by_type_status_and_time(site: Site) -> None:
-    site.harness.event("evt_ok")
-    site.harness.event("evt_fail", "fail.sync")
-    site.harness.event("evt_later")
-    site.harness.drain()
-    assert site.rows() == ["evt_later", "evt_fail", "evt_ok"]
-    assert site.rows(status="dead") == ["evt_fail"]
-    assert site.rows(type="fail.sync") == ["evt_fail"]
-    assert site.rows(type="fail.*") == ["evt_fail"]
-    assert site.rows(type="fail") == []
-    received = site.harness.redis.zrange("webhook:events", 0, -1, withscores=True)
-    middle = str(received[1][1])
-    assert site.rows(since=middle) == ["evt_later", "evt_fail"]
-    assert site.rows(until=middle) == ["evt_fail", "evt_ok"]
-    assert site.rows(source="inbound", status="done") == ["evt_later", "evt_ok"]
-
-
-def test_a_bad_field_is_named_without_echoing_it(site: Site) -> None:
-    page = site.get("/events", since="<b>soon</b>", source="nope", status="gone")
-    assert "since: expected ISO 8601" in page and "Unknown source" in page
-    assert "Unknown status" in page and "<b>soon</b>" not in page
-
-
-@pytest.fixture
-def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "PAGE", 4)
-    monkeypatch.setattr(search, "CHUNK", 3)
-
-
-def test_older_pages_continue_without_repeats_or_gaps(site: Site, small_pages: None) -> None:
-    ids = [f"evt_{n:02}" for n in range(11)]
-    for event_id in ids:
-        site.harness.event(event_id)
-    seen: list[str] = []
-    params: dict[str, str] = {}
-    while True:
-        page = site.get("/events", **params)
-        seen += [
-            unescape(i) for i in re.findall(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>', page)
-        ]
-        older = re.search(r'<a id="older" href="([^"]*)"', page)
-        if older is None:
-            break
-        params = {"after": dict(_query(unescape(older.group(1))))["after"]}
-    assert seen == ids[::-1]
-
-
-def _query(url: str) -> list[tuple[str, str]]:
-    from urllib.parse import parse_qsl, urlsplit
-
-    return parse_qsl(urlsplit(url).query)
-
-
-def test_a_filter_that_reads_records_stops_at_its_budget_and_offers_to_go_on(
-    site: Site, small_pages: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(search, "SCAN_BUDGET", 6)
-    site.harness.event("evt_dead", "fail.sync")
-    for n in range(8):
-        site.harness.event(f"evt_{n}")
-    site.harness.drain()
-    page = site.get("/events", status="dead")
-    assert "looked through 6 events" in page and 'id="older"' in page
-    older = re.search(r'<a id="older" href="([^"]*)"', page)
-    assert older is not None
-    after = dict(_query(unescape(older.group(1))))
-    assert after["status"] == "dead"
-    assert site.rows(status="dead", after=after["after"]) == ["evt_dead"]
+__all__ = ["make_site", "site"]  # fixtures
 
 
 def test_the_event_page_shows_headers_payload_attempts_and_the_job(site: Site) -> None:
@@ -296,14 +147,6 @@ def test_hostile_ids_types_and_errors_are_escaped(site: Site) -> None:
     for page in (site.get("/events"), site.get("/events/event", source="inbound", id=hostile)):
         assert "<img src=x" not in page and "<script>alert" not in page
         assert "&lt;img src=x onerror=alert(1)&gt;" in page
-
-
-def test_the_queue_now_shows_depth_and_the_oldest_wait(site: Site) -> None:
-    site.harness.event("evt_a")
-    site.harness.event("evt_b")
-    page = site.get("/events")
-    assert "<b>2</b> queued" in page
-    assert re.search(r"oldest queued: <b>\d+ s</b>", page)
 
 
 @pytest.fixture
