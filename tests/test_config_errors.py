@@ -39,6 +39,11 @@ BAD_VALUES = {
     "WEBHOOK_SECRET_INBOUND": ("replace-me-inbound", "placeholder"),
     "REPLAY_TOLERANCE_INBOUND": ("later", "whole number"),
     "WEBHOOK_DEDUPE_TTL_INBOUND": ("0", "at least 1"),
+    # Settings that other branches add (the batched worker, the new providers): checked
+    # once those land, skipped before.
+    "WEBHOOK_BATCH_SIZE": ("lots", "valid integer"),
+    "WEBHOOK_FETCH_TIMEOUT": ("slow", "valid number"),
+    "WEBHOOK_PUBLIC_URL": ("ftp://hooks.example", "pattern"),
 }
 # Free text that any value satisfies, or checked where it is used (handlers on import).
 UNCONSTRAINED = {
@@ -46,16 +51,19 @@ UNCONSTRAINED = {
     "GITHUB_API_BASE",
     "RQ_DASHBOARD_USERNAME",
     "WEBHOOK_HANDLERS",
+    "WEBHOOK_FETCH_ALLOW",
     "PER_SOURCE",
 }
+PER_SOURCE = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
+VARIABLES = {name.upper() for name in Settings.model_fields}
+CHECKED = sorted(v for v in BAD_VALUES if v in VARIABLES or v.startswith(PER_SOURCE))
 
 
 def test_every_setting_has_a_malformed_value_checked_here() -> None:
-    variables = {name.upper() for name in Settings.model_fields}
-    assert variables - UNCONSTRAINED <= set(BAD_VALUES)
+    assert BAD_VALUES.keys() >= VARIABLES - UNCONSTRAINED
 
 
-@pytest.mark.parametrize("variable", sorted(BAD_VALUES))
+@pytest.mark.parametrize("variable", CHECKED)
 def test_a_bad_value_is_one_line_naming_the_variable_and_never_the_value(
     monkeypatch: pytest.MonkeyPatch, variable: str
 ) -> None:
