@@ -51,6 +51,14 @@ class Keys:
         """Counters of the workers' outcomes for one source (a hash)."""
         return f"{self.prefix}:stats:{source}"
 
+    def timeline(self, source: str, interval: int) -> str:
+        """One source's counts for one 15-minute interval (a hash), for the Events page."""
+        return f"{self.prefix}:timeline:{source}:{interval}"
+
+    def timeline_seen(self, source: str) -> str:
+        """The workers' counters of one source, as the timeline last sampled them."""
+        return f"{self.prefix}:timeline-seen:{source}"
+
     def version(self, source: str, entity: str) -> str:
         """The newest applied version of one entity (version guard)."""
         return f"{self.prefix}:version:{source}:{entity}"

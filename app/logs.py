@@ -1,8 +1,12 @@
-"""One JSON line per log record, and one per terminal state of a delivery.
+"""One log line per record, and one per terminal state of a delivery.
 
 States: accepted, duplicate, rejected (with a reason), done, ignored, retry_scheduled,
 dead_lettered, requeued. Each line names the source, event id and type; none ever carries a
 secret or a payload.
+
+Two looks for the same line (WEBHOOK_LOG_FORMAT): `json`, one object per line for log
+shippers, and `text`, for a person at a terminal. The default, `auto`, is text when stderr
+is a terminal and JSON otherwise, decided per line so a redirected stderr gets JSON.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import re
 import sys
 import time
 from typing import Any
@@ -17,6 +23,32 @@ from typing import Any
 logger = logging.getLogger("webhooks")
 
 _RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+FORMATS = ("auto", "json", "text")
+
+# Terminal control: C0 and C1 controls, DEL, and the invisible or reordering format
+# characters (zero-width, bidi overrides). A payload, a type or an error message holding ESC
+# can rewrite an operator's screen, set the window title or hide text; BEL rings; CR
+# overwrites the line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_CONTROL_BUT_LINES = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(value: object, keep_lines: bool = False) -> str:
+    """Text safe to print on a terminal: every control character shown as an escape
+    (`\\x1b`); with `keep_lines`, newlines and tabs stay (a payload, a traceback)."""
+    pattern = _CONTROL_BUT_LINES if keep_lines else _CONTROL
+    return pattern.sub(_escaped, str(value))
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _RESERVED}
 
 
 class JsonFormatter(logging.Formatter):
@@ -26,13 +58,83 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "logger": record.name,
         }
-        extra = {k: v for k, v in vars(record).items() if k not in _RESERVED}
+        extra = _fields(record)
         if "state" not in extra:
             line["msg"] = record.getMessage()
         line.update(extra)
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
         return json.dumps(line, default=str, ensure_ascii=False)
+
+
+_BARE = re.compile(r"^[^\s\"'=]{1,200}$")
+
+
+def _value(value: object) -> str:
+    """A string bare when it reads unambiguously, else quoted; anything else as compact JSON."""
+    if isinstance(value, str):
+        text = value if _BARE.match(value) else json.dumps(value, ensure_ascii=False)
+    else:
+        text = json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+    return terminal_text(text)
+
+
+class TextFormatter(logging.Formatter):
+    """`14:03:12 info  accepted inbound evt_1 order.created job_id=inbound-a8… ms=1.2`: the
+    same fields as the JSON line, on one line, with what a person looks for first."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        extra = _fields(record)
+        head = [time.strftime("%H:%M:%S", time.localtime(record.created))]
+        head.append(f"{record.levelname.lower():<7}")
+        state = extra.pop("state", None)
+        if state is not None:
+            head.append(str(state))
+            for name in ("source", "event_id", "type"):
+                if name in extra:
+                    head.append(_value(extra.pop(name)) or '""')
+        else:
+            head.append(terminal_text(record.getMessage()))
+        tail = [f"{key}={_value(value)}" for key, value in extra.items()]
+        if record.exc_info:
+            # One line still: the exception itself; the traceback belongs in JSON or the job.
+            lines = self.formatException(record.exc_info).strip().splitlines()
+            tail.append(f"exc={_value(lines[-1] if lines else 'exception')}")
+        return " ".join(head + tail)
+
+
+def chosen_format() -> str:
+    """WEBHOOK_LOG_FORMAT from the environment, else from `.env`, else auto. Settings
+    validate the value; an unknown one here only falls back to auto."""
+    value = os.environ.get("WEBHOOK_LOG_FORMAT")
+    if value is None and os.path.isfile(".env"):
+        from dotenv import dotenv_values
+
+        value = dotenv_values(".env").get("WEBHOOK_LOG_FORMAT")
+    value = (value or "auto").strip().lower()
+    return value if value in FORMATS else "auto"
+
+
+class LineFormatter(logging.Formatter):
+    """JSON or text as configured; `auto` asks whether stderr is a terminal at each line."""
+
+    def __init__(self, choice: str) -> None:
+        super().__init__()
+        self.choice = choice
+        self.json = JsonFormatter()
+        self.text = TextFormatter()
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self.choice == "text" or (self.choice == "auto" and _stderr_is_terminal()):
+            return self.text.format(record)
+        return self.json.format(record)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -47,12 +149,12 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure_logging(level: int = logging.INFO) -> None:
-    """Send the `webhooks` logger to stderr as JSON lines (once per process)."""
-    if any(isinstance(h.formatter, JsonFormatter) for h in logger.handlers):
+def configure_logging(level: int = logging.INFO, log_format: str | None = None) -> None:
+    """Send the `webhooks` logger to stderr, one line per record (once per process)."""
+    if any(isinstance(h, _StderrHandler) for h in logger.handlers):
         return
     handler = _StderrHandler()
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(LineFormatter(log_format or chosen_format()))
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False

@@ -7,6 +7,8 @@ line naming the variable (uvicorn prints it), not a traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +28,7 @@ from app.logs import configure_logging, logger
 from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
+from app.timeline import start_timeline
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
@@ -52,9 +55,14 @@ def create_app(settings: Settings | None = None) -> Ingress:
             "receiver started",
             extra={"sources": {n: s.provider for n, s in active.sources.items()}},
         )
+        # The Events page's picture of the last day, off the request path (app/timeline.py).
+        timeline = await start_timeline(redis, active.webhook_key_prefix, active.sources)
         try:
             yield
         finally:
+            timeline.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timeline
             await redis.aclose()
 
     # No interactive docs: the public surface is the webhook routes and the probes.

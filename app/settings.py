@@ -13,8 +13,10 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -50,8 +52,41 @@ def one_line(error: ValidationError) -> str:
     parts = []
     for item in error.errors(include_url=False, include_input=False):
         variable = str(item["loc"][0]).upper() if item["loc"] else "configuration"
-        parts.append(f"{variable}: {item['msg']}")
-    return "; ".join(parts)
+        message = item["msg"].removeprefix("Value error, ").removeprefix(f"{variable} ")
+        parts.append(f"{variable}: {message}")
+    # A list setting reports each bad item; one mention per problem is enough.
+    return "; ".join(dict.fromkeys(parts))
+
+
+REDIS_URL_FORM = "expected redis://[[user]:password@]host[:port][/db], rediss://... or unix://PATH"
+
+
+def check_redis_url(value: str) -> str:
+    """What `Redis.from_url` would refuse (with the URL, password and all, in a traceback),
+    refused at startup in words that never quote the value."""
+
+    def refuse(problem: str) -> PydanticCustomError:
+        return PydanticCustomError("redis_url", f"{problem} ({REDIS_URL_FORM})")
+
+    from redis.connection import parse_url
+
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise refuse("the scheme must be redis, rediss or unix")
+    try:
+        port = parts.port
+    except ValueError:
+        raise refuse("the port must be a number from 1 to 65535") from None
+    if port == 0:
+        raise refuse("the port must be a number from 1 to 65535")
+    database = parts.path.strip("/")
+    if parts.scheme != "unix" and database and not database.isdigit():
+        raise refuse("the database (after the last /) must be a number")
+    try:
+        parse_url(value.strip())  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError):
+        raise refuse("an option after ? has an invalid value") from None
+    return value.strip()
 
 
 def _split_csv(value: object) -> object:
@@ -101,6 +136,9 @@ class Settings(BaseSettings):
     stripe_api_base: str = "https://api.stripe.com"
     github_token: SecretStr | None = None
     github_api_base: str = "https://api.github.com"
+    # How log lines look: json (one object per line), text (for a person at a terminal), or
+    # auto: text when stderr is a terminal, json otherwise (app/logs.py reads it).
+    webhook_log_format: Literal["auto", "json", "text"] = "auto"
     rq_dashboard_username: str | None = None
     rq_dashboard_password: SecretStr | None = None
     # The public base URL (scheme://host[/prefix]) providers call, when a proxy sits in
@@ -196,6 +234,8 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return value.strip().rstrip("/") or None
         return value
+
+    _redis_url = field_validator("redis_url")(check_redis_url)
 
     @field_validator("webhook_retry_intervals", mode="before")
     @classmethod

@@ -80,6 +80,9 @@ KEYLESS = frozenset({"sns"})
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 # The seed articles' single-secret variable belongs to the default source.
 LEGACY_SOURCE = "inbound"
+# A source named without a provider uses the provider of its own name, except the default
+# source, whose provider (`inbound:hmac`) is not called `inbound`.
+DEFAULT_PROVIDER = {LEGACY_SOURCE: "hmac"}
 # The placeholders of .env.example: `replace-me...`, `whsec_...`, `whsec_<base64>`. A secret
 # left at one of them is public knowledge, so it stops startup like a missing one.
 _PLACEHOLDER = re.compile(r"replace-me.*|.*\.\.\.|.*<[a-z0-9 _-]+>", re.IGNORECASE)
@@ -164,7 +167,8 @@ def resolve_sources(
         raise ConfigError("WEBHOOK_SOURCES is empty: configure at least one source")
     for entry in entries:
         name, _, provider = entry.partition(":")
-        name, provider = name.strip(), (provider.strip() or name.strip())
+        name = name.strip()
+        provider = provider.strip() or DEFAULT_PROVIDER.get(name, name)
         if not _SOURCE_NAME.match(name):
             raise ConfigError(
                 f"WEBHOOK_SOURCES: {name!r} is not a valid source name "

@@ -119,7 +119,7 @@ def test_events_list_filters_by_source_status_and_time(harness: Harness, redis: 
     )
     assert [json.loads(x)["id"] for x in dead.stdout.splitlines()] == ["evt_1"]
     future = CliRunner().invoke(main, ["events", "list", "--since", str(time.time() + 60)])
-    assert future.stdout == "" and "0 event(s)" in future.stderr
+    assert future.stdout == "0 events\n"
 
 
 @pytest.mark.parametrize(

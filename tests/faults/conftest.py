@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.faults.browser import chromium
 from workers.dev.redis_server import RedisServer
 
 
@@ -13,3 +14,9 @@ from workers.dev.redis_server import RedisServer
 def own_redis(make_redis: Callable[..., RedisServer]) -> RedisServer:
     """A Redis of this test's own (AOF, fsync always), on a port that survives restarts."""
     return make_redis()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    """Headless Chromium; the tests that need it fail under CI=true when it is missing."""
+    yield from chromium()

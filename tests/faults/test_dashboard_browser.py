@@ -4,9 +4,6 @@ is markup that sets `window.__xss` if any page inserts it as HTML."""
 
 from __future__ import annotations
 
-import base64
-import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,82 +18,14 @@ from rq.job import Job
 from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
+from tests.faults.browser import assert_nothing_ran, document_status, log_in, markup, page_text
 from tests.processes import Process, Stack, send, wait_http, wait_until
 from workers.dev.redis_server import RedisServer
-
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-
-
-def markup(tag: str) -> str:
-    """Markup in three contexts (element, attribute, script) that records `tag` if it runs."""
-    return (
-        f'"><img src=x onerror="window.__xss=\'{tag}\'">'
-        f"<svg onload=\"window.__xss='{tag}'\"></svg>"
-        f"</script><script>window.__xss='{tag}'</script>"
-        f"' onmouseover='window.__xss=\"{tag}\"'"
-    )
-
 
 DEAD_ID, RUNNING_ID = markup("dead-id"), markup("running-id")
 NOTE = markup("payload")
 QUEUE = markup("queue").replace("/", "")  # RQ keys hold the name; keep it URL-safe enough
 WORKER = markup("worker")
-INJECTED = "img[onerror], svg[onload], [onmouseover], #job-data script, tbody script"
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    if not (CHROMIUM and CHROMEDRIVER):
-        reason = "chromium and chromedriver are needed: apt-get install chromium chromium-driver"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-
-
-def document_status(driver: object, url: str) -> int | None:
-    """The HTTP status of the last page load of `url`, from Chrome's network log."""
-    import json
-
-    status = None
-    for entry in driver.get_log("performance"):  # type: ignore[attr-defined]
-        message = json.loads(entry["message"])["message"]
-        response = message.get("params", {}).get("response", {})
-        if message["method"] == "Network.responseReceived" and response.get("url") == url:
-            status = int(response["status"])
-    return status
-
-
-def log_in(driver: object) -> None:
-    """Sends the login with every request, to any origin: what a browser that cached the
-    dashboard's Basic credentials does, and the strongest position for an attacker page."""
-    token = base64.b64encode(":".join(AUTH).encode()).decode()
-    driver.execute_cdp_cmd("Network.enable", {})  # type: ignore[attr-defined]
-    driver.execute_cdp_cmd(  # type: ignore[attr-defined]
-        "Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}}
-    )
 
 
 def plant_hostile_rq_data(redis: Redis) -> dict[str, str]:
@@ -169,15 +98,6 @@ def attacker() -> Iterator[tuple[str, type[AttackerPage]]]:
     server.shutdown()
 
 
-def assert_nothing_ran(driver: object, page: str) -> None:
-    time.sleep(0.3)  # let any injected handler fire
-    assert driver.execute_script("return window.__xss") is None, page  # type: ignore[attr-defined]
-    injected = driver.execute_script(  # type: ignore[attr-defined]
-        f"return document.querySelectorAll({INJECTED!r}).length"
-    )
-    assert injected == 0, page
-
-
 @pytest.mark.timeout(240)
 def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origins(
     browser: object,
@@ -230,18 +150,18 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     for page, marker in pages:
         driver.get(dashboard.url + page)
         wait_until(
-            lambda m=marker: m in driver.find_element("tag name", "body").text,
+            lambda m=marker: m in page_text(driver),
             20,
             f"{page} to render",
         )
         assert_nothing_ran(driver, page)
     # The hostile text is there, as text: the type, the payload note, the error message.
     driver.get(f"{dashboard.url}/0/view/job/{dead}")
-    wait_until(lambda: "cannot parse" in driver.find_element("tag name", "body").text, 20, "job")
-    assert "window.__xss='payload'" in driver.find_element("tag name", "body").text
+    wait_until(lambda: "cannot parse" in page_text(driver), 20, "job")
+    assert "window.__xss='payload'" in page_text(driver)
     driver.get(f"{dashboard.url}/0/view/workers")
-    wait_until(lambda: "order.slow" in driver.find_element("tag name", "body").text, 20, "call")
-    shown = driver.find_element("tag name", "body").text
+    wait_until(lambda: "order.slow" in page_text(driver), 20, "call")
+    shown = page_text(driver)
     assert "onerror" in shown and "running-id" in shown and "worker'" in shown
     driver.save_screenshot(str(dashboard.log.parent / "dashboard-workers.png"))
 
@@ -258,7 +178,7 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
 
     # From the dashboard's own page, the same action works.
     driver.get(f"{dashboard.url}/0/view/jobs/webhooks/failed/8/asc/1")
-    wait_until(lambda: "onerror" in driver.find_element("tag name", "body").text, 20, "failed")
+    wait_until(lambda: "onerror" in page_text(driver), 20, "failed")
     driver.find_element("css selector", "[data-role=requeue-job-btn]").click()
     wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is None, 20, "the requeue")
     assert '"action": "requeue"' in dashboard.output()

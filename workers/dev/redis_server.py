@@ -50,6 +50,9 @@ class RedisServer:
     # Replace the defaults below (e.g. {"appendfsync": "everysec"}); `extra` is appended raw.
     options: dict[str, str] = field(default_factory=dict)
     extra: tuple[str, ...] = ()
+    # In a session of its own, Ctrl+C at the terminal does not reach it: `make run` stops
+    # it itself, after the processes that use it.
+    detached: bool = False
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,6 +86,7 @@ class RedisServer:
             [find_redis_server(), *args, *self.extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=self.detached,
         )
         self.wait_ready(timeout)
         return self

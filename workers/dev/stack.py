@@ -1,57 +1,43 @@
 """`make run`: a whole local stack from one command.
 
 Starts Redis when REDIS_URL is not configured (append-only, under ./var/redis, on a free
-port), creates development credentials in ./var/dev.env when none are configured, then runs
-every process of the Procfile through honcho and prints where to find them.
+port), creates development credentials in ./var/dev.env when none are configured, gives the
+unset settings development values (short retry intervals, the example handlers), runs every
+process of the Procfile through honcho, and says where everything is. The stack file
+(var/stack.json) lets the `webhooks` command of this checkout find it.
+
+Ctrl+C (or SIGTERM, SIGHUP) stops the Procfile's processes first and Redis last, and the
+command exits 0. Redis and honcho run in sessions of their own, so the terminal's signal
+reaches only this process, which stops them in that order (see `terminal.py` for make).
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import shlex
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import click
-from dotenv import dotenv_values
 
+from app.settings import ConfigError, Settings
+from workers.dev.devenv import (
+    DevSettings,
+    dev_credentials,
+    dev_settings,
+    echo_banner,
+    retries_line,
+)
 from workers.dev.redis_server import RedisServer
+from workers.dev.stackfile import DEV_ENV, VAR, StackFile, configured, remove_stack_file
+from workers.dev.terminal import own_foreground
 
-VAR = Path("var")
-DEV_ENV = VAR / "dev.env"
-
-
-def _configured(name: str) -> bool:
-    if os.environ.get(name):
-        return True
-    return bool(Path(".env").is_file() and dotenv_values(".env").get(name))
-
-
-def _dev_credentials() -> dict[str, str]:
-    """Secrets for a local run, made once and kept in var/dev.env (never printed)."""
-    wanted: dict[str, Callable[[], str]] = {
-        "WEBHOOK_SIGNING_SECRET": lambda: secrets.token_hex(24),
-        "RQ_DASHBOARD_USERNAME": lambda: "admin",
-        "RQ_DASHBOARD_PASSWORD": lambda: secrets.token_urlsafe(18),
-    }
-    stored = {k: v for k, v in dotenv_values(DEV_ENV).items() if v} if DEV_ENV.is_file() else {}
-    made = {}
-    for name, make in wanted.items():
-        if _configured(name) or (
-            name == "WEBHOOK_SIGNING_SECRET" and _configured("WEBHOOK_SECRET_INBOUND")
-        ):
-            continue
-        made[name] = stored.get(name) or make()
-    if made:
-        VAR.mkdir(exist_ok=True)
-        DEV_ENV.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in made.items()))
-        DEV_ENV.chmod(0o600)
-    return made
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+# honcho gives its processes 5 s after SIGTERM before SIGKILL; this is its own deadline.
+HONCHO_GRACE = 20
 
 
 def _port_free(port: int) -> bool:
@@ -67,46 +53,97 @@ def _base_port() -> int:
     raise click.ClickException("no free ports between 8000 and 8300")
 
 
+def _check(env: dict[str, str]) -> Settings:
+    """The settings the processes will load, checked once here: one line, before anything
+    starts, instead of the same error from three processes."""
+    fields = set(Settings.model_fields)
+    given = {k.lower(): v for k, v in env.items() if k.lower() in fields and not configured(k)}
+    try:
+        return Settings.load(**given)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+class Stop:
+    """Remembers a stop request and passes it on to honcho once honcho runs."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.honcho: subprocess.Popen[bytes] | None = None
+
+    def __call__(self, signum: int, _frame: FrameType | None) -> None:
+        self.requested = True
+        if self.honcho is not None and self.honcho.poll() is None:
+            # SIGTERM whatever came in: honcho then stops each process the same way.
+            self.honcho.send_signal(signal.SIGTERM)
+
+    def wait(self) -> int:
+        assert self.honcho is not None
+        while True:
+            try:
+                return self.honcho.wait(HONCHO_GRACE if self.requested else None)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.honcho.pid, signal.SIGKILL)
+
+
 def run_stack() -> None:
+    stop = Stop()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop)
+    with own_foreground() as terminal:
+        code = _run(stop, terminal)
+    sys.exit(code)
+
+
+def _run(stop: Stop, terminal: bool) -> int:
     env = dict(os.environ)
     # The Procfile's commands (uvicorn, webhooks) live next to this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.update(_dev_credentials())
-    redis: RedisServer | None = None
-    if not _configured("REDIS_URL"):
-        redis = RedisServer(VAR / "redis").start()
-        env["REDIS_URL"] = redis.url
-        click.echo(f"redis:     {redis.url} (append-only, data in {VAR / 'redis'})")
+    env.update(dev_credentials())
+    dev = dev_settings(terminal=sys.stdout.isatty())
+    env.update(dev.values)
     env.setdefault("HOST", "127.0.0.1")
-    if not _configured("WEBHOOK_HANDLERS"):
-        env["WEBHOOK_HANDLERS"] = "examples.handlers"
-    base = _base_port()
-    web = f"http://127.0.0.1:{base}"
-    click.echo(f"receiver:  {web}/webhooks/inbound   (health: {web}/readyz)")
-    click.echo(
-        f"dashboard: http://127.0.0.1:{base + 200}/   "
-        f"(login in {DEV_ENV} or your RQ_DASHBOARD_* variables)"
-    )
-    click.echo("send a signed test event (the secret is read from var/dev.env or .env):")
-    click.echo(
-        '  BODY=\'{"id":"evt_1","type":"order.created"}\'\n'
-        "  SECRET=$(set -a; [ -f .env ] && . ./.env; [ -f var/dev.env ] && . ./var/dev.env; "
-        'echo "$WEBHOOK_SIGNING_SECRET")\n'
-        '  SIG=$(printf %s "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed \'s/^.* //\')\n'
-        f'  curl -s {web}/webhooks/inbound -H "X-Signature-256: $SIG" -d "$BODY"'
-    )
-    honcho = [sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", str(base)]
-    proc = subprocess.Popen(honcho, env=env)  # noqa: S603 - our own fixed command line
-
-    def forward(signum: int, _frame: object) -> None:
-        # honcho stops every process it started; Redis is stopped below, once it has.
-        proc.send_signal(signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, forward)
+    settings = _check(env)
+    redis: RedisServer | None = None
     try:
-        proc.wait()
-    finally:
+        if not configured("REDIS_URL"):
+            redis = RedisServer(VAR / "redis", detached=True).start()
+            env["REDIS_URL"] = redis.url
+        base = _base_port()
+        web, dashboard = f"http://127.0.0.1:{base}", f"http://127.0.0.1:{base + 200}"
         if redis is not None:
-            redis.stop()
-    sys.exit(proc.returncode or 0)
+            StackFile(os.getpid(), redis.url, dev.values, web, dashboard).write()
+        echo_banner(_banner(redis, web, dashboard, settings, dev))
+        if stop.requested:
+            return 0
+        honcho = [sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", str(base)]
+        stop.honcho = subprocess.Popen(honcho, env=env, start_new_session=True)  # noqa: S603
+        code = stop.wait()
+        return 0 if stop.requested else code
+    finally:
+        remove_stack_file()
+        if redis is not None:
+            redis.stop()  # last: every process that used it has stopped
+            click.echo("redis stopped; the stack is down")
+
+
+def _banner(
+    redis: RedisServer | None, web: str, dashboard: str, settings: Settings, dev: DevSettings
+) -> list[str]:
+    lines = []
+    if redis is not None:
+        lines.append(f"redis:     {redis.url} (append-only, data in {VAR / 'redis'})")
+    lines += [
+        f"receiver:  {web}/webhooks/inbound   (health: {web}/readyz)",
+        f"dashboard: {dashboard}/   (login in {DEV_ENV} or your RQ_DASHBOARD_* variables)",
+        f"events:    {dashboard}/events   (the same login)",
+        retries_line(settings.retry_intervals, dev),
+        "operate:   .venv/bin/webhooks dead list   (finds this stack by itself; Ctrl+C stops it)",
+        "send a signed test event (the secret is read from var/dev.env or .env):",
+        '  BODY=\'{"id":"evt_1","type":"order.created"}\'',
+        "  SECRET=$(set -a; [ -f .env ] && . ./.env; [ -f var/dev.env ] && . ./var/dev.env; "
+        'echo "$WEBHOOK_SIGNING_SECRET")',
+        '  SIG=$(printf %s "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed \'s/^.* //\')',
+        f'  curl -s {web}/webhooks/inbound -H "X-Signature-256: $SIG" -d "$BODY"',
+    ]
+    return lines

@@ -4,41 +4,29 @@ from __future__ import annotations
 
 import base64
 import json
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import click
 from redis import Redis
 from redis.exceptions import RedisError
 
+from app.logs import terminal_text
 from app.settings import ConfigError, Settings
-
-# Terminal control: C0 and C1 controls, DEL, and the invisible or reordering format
-# characters (zero-width, bidi overrides). A payload or an error message holding ESC can
-# rewrite an operator's screen, set the window title, or hide text; BEL rings; CR overwrites.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_CONTROL_IN_BLOCK = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+from workers.ops.target import Target, resolve_target
 
 
 def cell(value: object) -> str:
     """Text for one line of a terminal (a table cell, a field): every control escaped."""
-    return _CONTROL.sub(_escaped, str(value))
+    return terminal_text(value)
 
 
 def block(value: object) -> str:
     """Text of several lines (a payload, a traceback): newlines and tabs kept, the rest escaped."""
-    return _CONTROL_IN_BLOCK.sub(_escaped, str(value))
+    return terminal_text(value, keep_lines=True)
 
 
 class CommandError(click.ClickException):
@@ -48,27 +36,47 @@ class CommandError(click.ClickException):
         return cell(self.message)
 
 
+_TARGET = "webhooks.target"
+
+
 def load_settings() -> Settings:
+    """The settings, pointed at the Redis `resolve_target` picks (REDIS_URL, else this
+    checkout's `make run` stack, else the default)."""
+    target = resolve_target()
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.meta[_TARGET] = target
     try:
-        return Settings.load()
+        return Settings.load(**target.overrides)
     except (ConfigError, ValueError) as exc:
-        raise CommandError(str(exc)) from None
+        hint = f" ({target.hint()})" if target.origin == "default" else ""
+        raise CommandError(f"{exc}{hint}") from None
 
 
 def where(url: str) -> str:
     """Host, port and database of a Redis URL, never its password."""
     parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
     return f"{parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path or ''}"
 
 
 @contextmanager
 def redis_connection(settings: Settings) -> Iterator[Redis]:
+    """A connection to the settings' Redis; which one is said once on stderr, and an
+    unreachable one is an error that says how to point the command elsewhere."""
+    context = click.get_current_context(silent=True)
+    target: Target | None = context.meta.get(_TARGET) if context is not None else None
+    if context is not None and target is not None and not context.meta.get(_TARGET + ".said"):
+        context.meta[_TARGET + ".said"] = True
+        click.echo(f"redis: {where(settings.redis_url)} ({target.describe()})", err=True)
     connection = Redis.from_url(settings.redis_url, socket_connect_timeout=3)
     try:
         yield connection
     except RedisError as exc:
+        hint = f"; {target.hint()}" if target is not None else ""
         raise CommandError(
-            f"cannot reach Redis at {where(settings.redis_url)}: {type(exc).__name__}"
+            f"cannot reach Redis at {where(settings.redis_url)}: {type(exc).__name__}{hint}"
         ) from None
     finally:
         connection.close()
@@ -90,6 +98,9 @@ def parse_time(value: str) -> float:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
 class TimeParam(click.ParamType):  # type: ignore[type-arg]
     name = "TIME"
 
@@ -102,13 +113,45 @@ class TimeParam(click.ParamType):  # type: ignore[type-arg]
 TIME = TimeParam()
 
 
-def echo_rows(
-    rows: Iterable[dict[str, Any]], as_json: bool, line: Callable[[dict[str, Any]], str]
+T = TypeVar("T")
+
+
+def json_option(help_text: str = "One JSON object per line.") -> Callable[[F], F]:
+    return click.option("--json", "as_json", is_flag=True, help=help_text)
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
+
+
+def print_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+    """A header row, then one row per item; every column padded but the last, which holds
+    the longest text (an error). Cells are escaped for the terminal."""
+    lines = [tuple(header)] + [tuple(cell(value) for value in row) for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    for line in lines:
+        padded = [text.ljust(width) for text, width in zip(line, widths, strict=False)]
+        click.echo("  ".join([*padded, line[-1]]).rstrip())
+
+
+def print_listing(
+    items: Sequence[T],
+    as_json: bool,
+    as_dict: Callable[[T], dict[str, Any]],
+    header: Sequence[str],
+    as_row: Callable[[T], Sequence[object]],
+    summary: str,
 ) -> None:
-    """Each row as one JSON object per line (--json), or as the given text line (whose
-    values the caller passes through `cell`)."""
-    for row in rows:
-        click.echo(json.dumps(row) if as_json else line(row))
+    """Every list the command prints has this one shape, on stdout. With --json: one JSON
+    object per line and nothing else (count them with `wc -l`). Otherwise: a header row,
+    one row per item, and the count as the last line (alone when there is nothing)."""
+    if as_json:
+        for item in items:
+            click.echo(json.dumps(as_dict(item)))
+        return
+    if items:
+        print_table(header, [as_row(item) for item in items])
+    click.echo(summary)
 
 
 def payload_fields(raw: bytes) -> dict[str, str]:

@@ -4,7 +4,9 @@ What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
 - HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
-  jobs that have not run cannot be deleted (`workers/dashboard_guard.py`).
+  jobs that have not run cannot be deleted (`dashboard_guard.py`);
+- a job's metadata reads as lines, times in ISO 8601, and the navigation has an Events page
+  (`dashboard_pages.py`, `events_page/`), behind the same login and guard.
 """
 
 from __future__ import annotations
@@ -12,12 +14,16 @@ from __future__ import annotations
 import hmac
 
 from flask import Flask, Response, current_app, request
+from redis import Redis
 from rq_dashboard.cli import make_flask_app
 from rq_dashboard.web import setup_rq_connection
 
 from app.logs import configure_logging
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, EscapingLoader
+from workers.ops.dashboard_pages import EditingLoader, readable_job_info
+from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
+from workers.ops.events_page import events_blueprint
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
@@ -40,13 +46,16 @@ def create_dashboard(settings: Settings) -> Flask:
     app.config["RQ_DASHBOARD_REDIS_URL"] = settings.redis_url
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
     setup_rq_connection(app)
-    app.jinja_env.loader = EscapingLoader(app.jinja_env.loader)  # type: ignore[arg-type]
-    # rq-dashboard keeps its connection on the app object.
-    guard = ActionGuard(
-        app,
-        settings.webhook_queue,
-        lambda: current_app.redis_conn,  # type: ignore[attr-defined]
-    )
+    app.jinja_env.loader = EditingLoader(EscapingLoader(app.jinja_env.loader))  # type: ignore[arg-type]
+    readable_job_info(app)
+
+    def connection() -> Redis:
+        # rq-dashboard keeps its connection on the app object.
+        return current_app.redis_conn  # type: ignore[attr-defined, no-any-return]
+
+    # Registered before the guard is built, so the guard covers its actions too.
+    app.register_blueprint(events_blueprint(settings, connection))
+    guard = ActionGuard(app, settings.webhook_queue, connection, logged_by_view=EVENT_ACTIONS)
 
     @app.before_request
     def require_login() -> Response | None:

@@ -81,10 +81,18 @@ def same_origin() -> bool:
 
 
 class ActionGuard:
-    def __init__(self, app: Flask, queue_name: str, connection: Callable[[], Redis]) -> None:
+    def __init__(
+        self,
+        app: Flask,
+        queue_name: str,
+        connection: Callable[[], Redis],
+        logged_by_view: frozenset[str] = frozenset(),
+    ) -> None:
         self.actions = action_endpoints(app)
         self.queue_name = queue_name
         self.connection = connection
+        # Actions whose view logs them itself, with their outcome (the Events page's).
+        self.logged_by_view = logged_by_view
 
     def check(self) -> Response | None:
         """Refuse an action that is not a same-origin POST, or that would lose events."""
@@ -94,6 +102,8 @@ class ActionGuard:
             return _refuse(405, "actions are POST only", {"Allow": "POST"})
         if not same_origin():
             return _refuse(403, "cross-origin request refused")
+        if request.endpoint in self.logged_by_view:
+            return None
         args = request.view_args or {}
         name = str(request.endpoint).removeprefix("rq_dashboard.")
         if name == "empty_queue":

@@ -16,8 +16,10 @@ from workers.ops.common import (
     CommandError,
     block,
     cell,
-    echo_rows,
+    json_option,
     load_settings,
+    plural,
+    print_listing,
     redis_connection,
 )
 from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
@@ -54,31 +56,28 @@ def dead() -> None:
     """Dead letters: events whose handler failed every attempt, or raised PermanentError."""
 
 
-def _table(rows: list[DeadLetter]) -> None:
-    header = ("JOB ID", "SOURCE", "TYPE", "EVENT ID", "TRIES", "FAILED AT", "ERROR")
-    lines = [header] + [
-        tuple(
-            cell(value)
-            for value in (
-                r.job_id,
-                r.source,
-                r.type or "-",
-                r.event_id,
-                r.attempts,
-                r.failed_at or "-",
-                r.error,
-            )
-        )
-        for r in rows
-    ]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    for line in lines:
-        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        click.echo("  ".join([*cells, line[-1]]).rstrip())
+DEAD_HEADER = ("JOB ID", "SOURCE", "TYPE", "EVENT ID", "TRIES", "FAILED AT", "ERROR")
+GROUP_HEADER = ("COUNT", "EXAMPLE JOB ID", "TYPES", "ERROR")
+
+
+def _row(letter: DeadLetter) -> tuple[object, ...]:
+    return (
+        letter.job_id,
+        letter.source,
+        letter.type or "-",
+        letter.event_id,
+        letter.attempts,
+        letter.failed_at or "-",
+        letter.error,
+    )
+
+
+def _print_letters(letters: list[DeadLetter], as_json: bool, summary: str) -> None:
+    print_listing(letters, as_json, DeadLetter.as_dict, DEAD_HEADER, _row, summary)
 
 
 @dead.command("list")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@json_option()
 @click.option("--group-by", type=click.Choice(["error"]), help="Count dead letters per error.")
 @selection_options
 def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
@@ -88,32 +87,24 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
         store = DeadLetters(settings, connection)
         selection = _selection(**filters)
         groups = store.groups(selection) if group_by else None
-        rows = [] if groups is not None else store.find(selection)
-    if groups is not None:
-        echo_rows(
-            groups,
-            as_json,
-            lambda g: (
-                f"{g['count']:>6}  {cell(g['error'])}  (e.g. {cell(g['example_job_id'])}"
-                f"; {cell(', '.join(g['types']) or '-')})"
-            ),
-        )
-        click.echo(
-            f"{sum(g['count'] for g in groups)} dead letter(s) in {len(groups)} group(s)", err=True
-        )
-    elif as_json:
-        for row in rows:
-            click.echo(json.dumps(row.as_dict()))
-    elif rows:
-        _table(rows)
-        click.echo(f"{len(rows)} dead letter(s)", err=True)
-    else:
-        click.echo("no dead letters", err=True)
+        letters = [] if groups is not None else store.find(selection)
+    if groups is None:
+        _print_letters(letters, as_json, plural(len(letters), "dead letter"))
+        return
+    total = sum(g["count"] for g in groups)
+    print_listing(
+        groups,
+        as_json,
+        lambda g: g,
+        GROUP_HEADER,
+        lambda g: (g["count"], g["example_job_id"], ", ".join(g["types"]) or "-", g["error"]),
+        f"{plural(total, 'dead letter')} in {plural(len(groups), 'group')}",
+    )
 
 
 @dead.command("show")
 @click.argument("job_id")
-@click.option("--json", "as_json", is_flag=True, help="As one JSON object.")
+@json_option("As one JSON object.")
 def dead_show(job_id: str, as_json: bool) -> None:
     """Show one dead letter: its event, headers, payload and last traceback."""
     settings = load_settings()
@@ -162,34 +153,47 @@ def _selected(
             yield store, Targets([x.job_id for x in store.find(selection)], named=False)
 
 
-def _dry_run(store: DeadLetters, targets: Targets, would: str) -> None:
-    for letter in store.find():
-        if letter.job_id in targets.job_ids:
-            click.echo(json.dumps(letter.as_dict()))
-    click.echo(f"would {would} {len(targets.job_ids)} dead letter(s)", err=True)
+def _dry_run(store: DeadLetters, targets: Targets, would: str, as_json: bool) -> None:
+    wanted = set(targets.job_ids)
+    letters = [letter for letter in store.find() if letter.job_id in wanted]
+    _print_letters(letters, as_json, f"would {would} {plural(len(letters), 'dead letter')}")
+    _report_missing(targets, {letter.job_id for letter in letters})
 
 
-def _apply(action: Callable[[str], bool], targets: Targets, did: str) -> None:
-    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
-    missing = [job_id for job_id in targets.job_ids if not action(job_id)]
-    click.echo(f"{did} {len(targets.job_ids) - len(missing)} dead letter(s)")
+def _report_missing(targets: Targets, found: set[str]) -> None:
+    """Named ids that are not dead letters: said on stderr, and the exit status is 1."""
+    missing = [job_id for job_id in targets.job_ids if job_id not in found]
     if missing:
         click.echo(f"not dead letters (skipped): {cell(' '.join(missing))}", err=True)
         sys.exit(1)
+
+
+def _apply(action: Callable[[str], bool], targets: Targets, did: str, as_json: bool) -> None:
+    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
+    done = {job_id for job_id in targets.job_ids if action(job_id)}
+    missing = [job_id for job_id in targets.job_ids if job_id not in done]
+    if as_json:
+        click.echo(json.dumps({did: len(done), "not_dead_letters": missing}))
+    else:
+        click.echo(f"{did} {plural(len(done), 'dead letter')}")
+    _report_missing(targets, done)
 
 
 @dead.command("requeue")
 @click.argument("job_ids", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
+@json_option("The dry run's dead letters, or the result, as JSON.")
 @selection_options
-def dead_requeue(job_ids: tuple[str, ...], all_: bool, dry_run: bool, **filters: Any) -> None:
+def dead_requeue(
+    job_ids: tuple[str, ...], all_: bool, dry_run: bool, as_json: bool, **filters: Any
+) -> None:
     """Put dead letters back on the queue, each with its full retry budget."""
     with _selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "requeue")
+            _dry_run(store, targets, "requeue", as_json)
         else:
-            _apply(store.requeue, targets, "requeued")
+            _apply(store.requeue, targets, "requeued", as_json)
 
 
 @dead.command("purge")
@@ -197,16 +201,22 @@ def dead_requeue(job_ids: tuple[str, ...], all_: bool, dry_run: bool, **filters:
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be purged; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask before purging in bulk.")
+@json_option("The dry run's dead letters, or the result, as JSON.")
 @selection_options
 def dead_purge(
-    job_ids: tuple[str, ...], all_: bool, dry_run: bool, yes: bool, **filters: Any
+    job_ids: tuple[str, ...],
+    all_: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
+    **filters: Any,
 ) -> None:
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
     with _selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "purge")
+            _dry_run(store, targets, "purge", as_json)
             return
         if not targets.named and not yes:
-            count = len(targets.job_ids)
-            click.confirm(f"Delete {count} dead letter(s) for good?", abort=True)
-        _apply(store.purge, targets, "purged")
+            count = plural(len(targets.job_ids), "dead letter")
+            click.confirm(f"Delete {count} for good?", abort=True, err=True)
+        _apply(store.purge, targets, "purged", as_json)

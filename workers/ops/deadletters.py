@@ -121,8 +121,9 @@ class DeadLetters:
         except NoSuchJobError:
             return None
 
-    def requeue(self, job_id: str) -> bool:
-        """Requeue one dead letter with its full retry budget; False when it is not one."""
+    def requeue(self, job_id: str, by: str = "command") -> bool:
+        """Requeue one dead letter with its full retry budget; False when it is not one.
+        `by` says who in the `requeued` log line: the command, or the dashboard."""
         job = self.get(job_id)
         if job is None:
             return False
@@ -137,7 +138,7 @@ class DeadLetters:
         with self.connection.pipeline(transaction=False) as pipe:
             record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED)
             pipe.execute()
-        log_state("requeued", *meta.labels, job_id=job.id, by="command")
+        log_state("requeued", *meta.labels, job_id=job.id, by=by)
         return True
 
     def purge(self, job_id: str) -> bool:

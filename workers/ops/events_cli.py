@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
+from redis import Redis
 
+from app.formats import iso
 from app.jobstate import EventStatus
 from app.keys import Keys
+from app.settings import Settings
 from workers.ops.common import (
     TIME,
     CommandError,
     block,
     cell,
-    echo_rows,
+    json_option,
     load_settings,
     payload_fields,
+    plural,
+    print_listing,
     redis_connection,
 )
-from workers.ops.ledger import EventLedger
+from workers.ops.ledger import EventLedger, LedgerRecord
 
 STATUSES = [str(s) for s in EventStatus]
 
@@ -29,15 +33,29 @@ def events() -> None:
     """The event ledger: every accepted event, kept WEBHOOK_LEDGER_TTL (30 days)."""
 
 
-def _ledger(connection: Any) -> EventLedger:
-    settings = load_settings()
+def _ledger(settings: Settings, connection: Redis) -> EventLedger:
     return EventLedger(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
+
+
+EVENTS_HEADER = ("RECEIVED", "SOURCE", "STATUS", "TRIES", "TYPE", "EVENT ID", "LAST ERROR")
+
+
+def _row(record: LedgerRecord) -> tuple[object, ...]:
+    return (
+        iso(record.received_at),
+        record.source,
+        record.status,
+        record.attempts,
+        record.type or "-",
+        record.id,
+        record.last_error or "-",
+    )
 
 
 @events.command("show")
 @click.argument("source")
 @click.argument("event_id")
-@click.option("--json", "as_json", is_flag=True, help="As one JSON object.")
+@json_option("As one JSON object.")
 def events_show(source: str, event_id: str, as_json: bool) -> None:
     """One event: its status, attempts, last error, times and payload."""
     settings = load_settings()
@@ -47,7 +65,7 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
             param_hint="SOURCE",
         )
     with redis_connection(settings) as connection:
-        record = _ledger(connection).get(source, event_id)
+        record = _ledger(settings, connection).get(source, event_id)
     if record is None:
         raise CommandError(
             f"no record of {source} event {event_id!r}: not received, or older than "
@@ -68,7 +86,7 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
 @click.option("--status", type=click.Choice(STATUSES), help="Only events in this state.")
 @click.option("--since", type=TIME, help="Received at or after (ISO 8601 or unix seconds).")
 @click.option("--until", type=TIME, help="Received at or before.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@json_option()
 def events_list(
     source: str | None, status: str | None, since: float | None, until: float | None, as_json: bool
 ) -> None:
@@ -78,15 +96,7 @@ def events_list(
         raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
     wanted = EventStatus(status) if status else None
     with redis_connection(settings) as connection:
-        found = _ledger(connection).find(source, wanted, since, until)
-    records = [r.summary() for r in found]
-    echo_rows(
-        records,
-        as_json,
-        lambda r: (
-            f"{r['received_at']}  {cell(r['source']):<10} {cell(r['status']):<8} "
-            f"{r.get('attempts', 0):>2}  {cell(r.get('type') or '-'):<28} {cell(r['id'])}  "
-            f"{cell(r.get('last_error', ''))}".rstrip()
-        ),
+        found = _ledger(settings, connection).find(source, wanted, since, until)
+    print_listing(
+        found, as_json, LedgerRecord.summary, EVENTS_HEADER, _row, plural(len(found), "event")
     )
-    click.echo(f"{len(records)} event(s)", err=True)

@@ -104,6 +104,31 @@ class EventLedger:
                 pass  # the job is gone and the event never settled: no payload is kept
         return record
 
+    def source_and_id(self, record_key: str) -> tuple[str, str] | None:
+        """The source and event id a record key names (`<prefix>:event:<source>:<id>`): a
+        source name holds no `:`, an event id may."""
+        head = f"{self.keys.prefix}:event:"
+        if not record_key.startswith(head):
+            return None
+        source, colon, event_id = record_key[len(head) :].partition(":")
+        return (source, event_id) if colon else None
+
+    def summaries(self, record_keys: list[str]) -> list[LedgerRecord | None]:
+        """The records of these keys, without payloads, in one round trip; None for a
+        record that expired since it was indexed."""
+        with self.connection.pipeline(transaction=False) as pipe:
+            for key in record_keys:
+                pipe.hmget(key, *SUMMARY_FIELDS)
+            rows = pipe.execute() if record_keys else []
+        return [
+            LedgerRecord.from_fields(
+                {f: v for f, v in zip(SUMMARY_FIELDS, values, strict=True) if v is not None}
+            )
+            if values[0] is not None
+            else None
+            for values in rows
+        ]
+
     def find(
         self,
         source: str | None = None,
@@ -115,19 +140,11 @@ class EventLedger:
         low = since if since is not None else "-inf"
         high = until if until is not None else "+inf"
         keys = cast(list[bytes], self.connection.zrangebyscore(self.keys.events, low, high))
+        names = [text(k) for k in keys]
         if source is not None:
-            keys = [k for k in keys if text(k).startswith(self.keys.event(source, ""))]
-        with self.connection.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hmget(key, *SUMMARY_FIELDS)
-            rows = pipe.execute() if keys else []
-        found = []
-        for values in rows:
-            if values[0] is None:
-                continue  # expired since it was indexed
-            record = LedgerRecord.from_fields(
-                {f: v for f, v in zip(SUMMARY_FIELDS, values, strict=True) if v is not None}
-            )
-            if status is None or record.status == status:
-                found.append(record)
-        return found
+            names = [k for k in names if k.startswith(self.keys.event(source, ""))]
+        return [
+            record
+            for record in self.summaries(names)
+            if record is not None and (status is None or record.status == status)
+        ]

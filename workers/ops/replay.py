@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -22,10 +23,18 @@ from app.keys import Keys
 from app.providers.base import Delivery
 from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
-from workers.ops.ledger import EventLedger
+from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.provider_apis import Api, ReplayError, github_deliveries, stripe_events
 
-__all__ = ["Counts", "ReplayError", "replay_github", "replay_ledger", "replay_stripe"]
+__all__ = [
+    "Counts",
+    "LedgerReplay",
+    "ReplayError",
+    "Replayed",
+    "replay_github",
+    "replay_ledger",
+    "replay_stripe",
+]
 
 
 @dataclass
@@ -119,6 +128,43 @@ def replay_github(
     return counts
 
 
+class Replayed(StrEnum):
+    """What replaying one stored event did."""
+
+    REQUEUED = "requeued"  # a dead letter, back on the queue with a full budget
+    PENDING = "pending"  # still queued, running or retrying: left alone
+    ENQUEUED = "enqueued"  # its job was gone: enqueued again from the stored payload
+
+
+class LedgerReplay:
+    """Re-runs stored events one at a time: the command's `replay ledger` and the Events
+    page's Replay button do the same thing."""
+
+    def __init__(self, settings: Settings, redis: Redis, by: str = "command") -> None:
+        self.by = by
+        self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+        self.redis = redis
+        self.ledger = EventLedger(self.keys, redis)
+        self.dead = DeadLetters(settings, redis)
+        self.intake = SyncIntake(settings, redis)
+
+    def replay(self, source: SourceConfig, record: LedgerRecord) -> Replayed:
+        if self.dead.requeue(record.job_id, by=self.by):
+            return Replayed.REQUEUED
+        if record.status in PENDING and self.redis.exists(self.keys.job(record.job_id)):
+            return Replayed.PENDING
+        full = self.ledger.get(source.name, record.id)
+        delivery = Delivery(
+            event_id=record.id,
+            event_type=record.type,
+            headers={"x-webhook-replayed-from": "ledger"},
+            payload_format=full.payload_format if full else "json",
+        )
+        raw = full.payload if full is not None and full.payload is not None else b""
+        self.intake.enqueue_again(self.intake.new_job(source, delivery, raw, record.received_at))
+        return Replayed.ENQUEUED
+
+
 def replay_ledger(
     settings: Settings,
     source: SourceConfig,
@@ -130,32 +176,15 @@ def replay_ledger(
 ) -> Counts:
     """Re-run stored events: dead letters are requeued with a full budget; events whose job
     is gone are enqueued again from the stored payload; pending ones are left alone."""
-    keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
-    ledger, dead, intake = (
-        EventLedger(keys, redis),
-        DeadLetters(settings, redis),
-        SyncIntake(settings, redis),
-    )
+    replayer = LedgerReplay(settings, redis)
     counts = Counts(extra={"requeued": 0, "enqueued": 0, "pending": 0})
-    for record in ledger.find(source.name, status, since, until):
+    for record in replayer.ledger.find(source.name, status, since, until):
         counts.fetched += 1
-        if dead.requeue(record.job_id):
-            counts.extra["requeued"] += 1
-        elif record.status in PENDING and redis.exists(keys.job(record.job_id)):
-            counts.extra["pending"] += 1
+        done = replayer.replay(source, record)
+        counts.extra[str(done)] += 1
+        if done is Replayed.PENDING:
             counts.already_had += 1
             continue
-        else:
-            full = ledger.get(source.name, record.id)
-            delivery = Delivery(
-                event_id=record.id,
-                event_type=record.type,
-                headers={"x-webhook-replayed-from": "ledger"},
-                payload_format=full.payload_format if full else "json",
-            )
-            raw = full.payload if full is not None and full.payload is not None else b""
-            intake.enqueue_again(intake.new_job(source, delivery, raw, record.received_at))
-            counts.extra["enqueued"] += 1
         counts.new += 1
         progress(counts)
     return counts

@@ -1,0 +1,100 @@
+"""Driving Debian's headless Chromium for the dashboard tests: the browser, the login every
+request carries, hostile markup, and the checks that nothing of it ran."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import AUTH
+
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+INJECTED = "img[onerror], svg[onload], [onmouseover], #job-data script, tbody script"
+
+
+def markup(tag: str) -> str:
+    """Markup in three contexts (element, attribute, script) that records `tag` if it runs."""
+    return (
+        f'"><img src=x onerror="window.__xss=\'{tag}\'">'
+        f"<svg onload=\"window.__xss='{tag}'\"></svg>"
+        f"</script><script>window.__xss='{tag}'</script>"
+        f"' onmouseover='window.__xss=\"{tag}\"'"
+    )
+
+
+def page_text(driver: object) -> str:
+    """The page's visible text; "" while a navigation replaces the page under our feet."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        return str(driver.find_element("tag name", "body").text)  # type: ignore[attr-defined]
+    except StaleElementReferenceException:
+        return ""
+
+
+def chromium() -> Iterator[object]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        reason = "chromium and chromedriver are needed: apt-get install chromium chromium-driver"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def document_status(driver: object, url: str) -> int | None:
+    """The HTTP status of the last page load of `url`, from Chrome's network log."""
+    import json
+
+    status = None
+    for entry in driver.get_log("performance"):  # type: ignore[attr-defined]
+        message = json.loads(entry["message"])["message"]
+        response = message.get("params", {}).get("response", {})
+        if message["method"] == "Network.responseReceived" and response.get("url") == url:
+            status = int(response["status"])
+    return status
+
+
+def log_in(driver: object) -> None:
+    """Sends the login with every request, to any origin: what a browser that cached the
+    dashboard's Basic credentials does, and the strongest position for an attacker page."""
+    token = base64.b64encode(":".join(AUTH).encode()).decode()
+    driver.execute_cdp_cmd("Network.enable", {})  # type: ignore[attr-defined]
+    driver.execute_cdp_cmd(  # type: ignore[attr-defined]
+        "Network.setExtraHTTPHeaders", {"headers": {"Authorization": f"Basic {token}"}}
+    )
+
+
+def assert_nothing_ran(driver: object, page: str) -> None:
+    time.sleep(0.3)  # let any injected handler fire
+    assert driver.execute_script("return window.__xss") is None, page  # type: ignore[attr-defined]
+    injected = driver.execute_script(  # type: ignore[attr-defined]
+        f"return document.querySelectorAll({INJECTED!r}).length"
+    )
+    assert injected == 0, page

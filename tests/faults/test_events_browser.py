@@ -1,0 +1,158 @@
+"""The Events page in a real headless Chromium, against the Procfile's real processes:
+search, open an event, requeue a dead one, with a hostile id, type and payload shown as
+text; a page on another origin cannot requeue; and a screenshot that shows the day's bars."""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
+
+import pytest
+from redis import Redis
+
+from app.keys import job_id_for
+from tests.conftest import AUTH
+from tests.e2e_handlers import HOSTILE_TYPE
+from tests.faults.browser import assert_nothing_ran, log_in, markup, page_text
+from tests.faults.png import colours
+from tests.processes import Stack, send, wait_http, wait_until
+from workers.dev.redis_server import RedisServer
+from workers.ops.events_page.chart import COLORS
+
+HOSTILE_ID = markup("event-id")
+NOTE = markup("payload")
+
+
+def hex_colour(value: str) -> tuple[int, int, int]:
+    return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
+
+
+class Attacker(BaseHTTPRequestHandler):
+    """A page on another origin that posts the Events page's actions with the login the
+    browser holds: a form, and a no-cors fetch."""
+
+    target = ""
+    source = "inbound"
+    event_id = ""
+
+    def do_GET(self) -> None:
+        action = f"{self.target}/events/requeue"
+        page = f"""<!doctype html><html><body>
+        <iframe name="sink"></iframe>
+        <form id="f" method="post" action="{action}" target="sink">
+          <input type="hidden" name="source" value="{self.source}">
+          <input type="hidden" name="id" value="{html.escape(self.event_id)}">
+        </form>
+        <script>
+          document.getElementById("f").submit();
+          fetch("{action}", {{method: "POST", mode: "no-cors", credentials: "include",
+            body: new URLSearchParams({{source: "{self.source}", id: decodeURIComponent(
+            "{quote(self.event_id)}")}})}});
+          setTimeout(() => document.title = "fired", 1000);
+        </script></body></html>"""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(page.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def attacker() -> Iterator[tuple[str, type[Attacker]]]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://localhost:{server.server_address[1]}/", Attacker
+    server.shutdown()
+
+
+@pytest.mark.timeout(180)
+def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events_as_text(
+    browser: object,
+    redis_server: RedisServer,
+    redis: Redis,
+    make_stack: Callable[..., Stack],
+    attacker: tuple[str, type[Attacker]],
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    driver.set_window_size(1400, 1100)
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="0")
+    web, dashboard = stack.start("web"), stack.start("dashboard")
+    stack.start("worker")
+    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+
+    for n in range(3):
+        assert send(web.url, f"evt_ok_{n}").status_code == 200
+    assert send(web.url, HOSTILE_ID, HOSTILE_TYPE, note=NOTE).status_code == 200
+    dead = job_id_for("inbound", HOSTILE_ID)
+    wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is not None, 30, "dead letter")
+    # The receiver adds its counts to the day every 5 s.
+    wait_until(lambda: bool(redis.keys("webhook:timeline:inbound:*")), 30, "the day's counts")
+    log_in(driver)
+
+    def body() -> str:
+        return page_text(driver)
+
+    # rq-dashboard's navigation leads to the Events page.
+    driver.get(dashboard.url + "/")
+    wait_until(lambda: "Events" in body(), 20, "the navigation")
+    driver.find_element(By.LINK_TEXT, "Events").click()
+    wait_until(lambda: "Last 24 hours" in body(), 20, "the Events page")
+    assert_nothing_ran(driver, "/events")
+    shown = body()
+    assert "window.__xss='event-id'" in shown and HOSTILE_TYPE in shown
+
+    # The picture is drawn: the chart's bars are in a screenshot of it.
+    driver.save_screenshot(str(dashboard.log.parent / "events.png"))
+    chart = driver.find_element(By.ID, "day").screenshot_as_png
+    found = colours(chart)
+    for series in ("accepted", "dead"):
+        assert found[hex_colour(COLORS[series])] > 10, f"no {series} bars in the screenshot"
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#events tbody tr")) == 4
+
+    # Search for the hostile id through the form.
+    field = driver.find_element(By.NAME, "id")
+    field.send_keys(HOSTILE_ID)
+    field.submit()
+    wait_until(lambda: "Found." in body(), 20, "the search")
+    assert_nothing_ran(driver, "search")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#events tbody tr")
+    assert len(rows) == 1 and HOSTILE_ID in rows[0].text
+
+    # Open it: payload, error, type as text; the job's link.
+    rows[0].find_element(By.CSS_SELECTOR, "td.id a").click()
+    wait_until(lambda: "Payload" in body(), 20, "the event page")
+    assert_nothing_ran(driver, "event")
+    assert driver.find_element(By.ID, "event-id").text == HOSTILE_ID
+    assert "window.__xss='payload'" in driver.find_element(By.ID, "payload").text
+    assert "cannot parse" in body()
+    job_link = driver.find_element(By.ID, "job-link").get_attribute("href") or ""
+    assert job_link.endswith(f"/0/view/job/{dead}")
+    event_page = driver.current_url
+    driver.save_screenshot(str(dashboard.log.parent / "event.png"))
+
+    # Another origin's page posts the requeue with the browser's login: refused.
+    url, page = attacker
+    page.target, page.event_id = dashboard.url, HOSTILE_ID
+    driver.get(url)
+    wait_until(lambda: driver.title == "fired", 20, "the attacker's page")
+    time.sleep(0.5)
+    assert redis.zscore("rq:failed:webhooks", dead) is not None
+    assert "dashboard action refused" in dashboard.output()
+
+    # From the event's own page, the requeue works and is logged.
+    driver.get(event_page)
+    wait_until(lambda: "Payload" in body(), 20, "the event page again")
+    driver.find_element(By.ID, "requeue").click()
+    wait_until(lambda: "Requeued with its full retry budget." in body(), 20, "the requeue")
+    assert_nothing_ran(driver, "after the requeue")
+    wait_until(lambda: '"action": "events.requeue"' in dashboard.output(), 10, "its log line")
+    assert '"outcome": "requeued"' in dashboard.output()

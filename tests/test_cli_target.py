@@ -1,0 +1,156 @@
+"""Which Redis the `webhooks` command talks to: REDIS_URL, else this checkout's `make run`
+stack (var/stack.json), else the default, with an error that says how to point it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import click
+import pytest
+from redis import Redis
+
+from app.settings import Settings
+from tests.conftest import SECRET, webhooks
+from workers.dev.redis_server import RedisServer, free_port
+from workers.dev.stackfile import StackFile
+from workers.ops.common import CommandError, redis_connection
+from workers.ops.target import Target, resolve_target
+
+
+@pytest.fixture
+def stand_in() -> Iterator[subprocess.Popen[bytes]]:
+    """A process standing in for `webhooks dev` (its command line names it)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "webhooks"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture
+def make_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Path]:
+    """A checkout (a Procfile) whose `make run` stack file points at a Redis; the test runs
+    in it, with nothing configured."""
+
+    def make(redis_url: str, pid: int, settings: dict[str, str] | None = None) -> Path:
+        root = tmp_path / "checkout"
+        (root / "var").mkdir(parents=True)
+        (root / "Procfile").write_text("web: true\n")
+        (root / "var" / "dev.env").write_text(
+            f"WEBHOOK_SIGNING_SECRET={SECRET}\nRQ_DASHBOARD_PASSWORD=dev-password-123\n"
+        )
+        StackFile(pid, redis_url, settings or {}).write(root)
+        monkeypatch.chdir(root)
+        return root
+
+    return make
+
+
+def test_without_redis_url_the_command_uses_the_running_stack_and_says_so(
+    make_checkout: Callable[..., Path],
+    stand_in: subprocess.Popen[bytes],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    make_checkout(redis_server.url, stand_in.pid)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "0 dead letters\n"
+    assert result.stderr == (
+        f"redis: 127.0.0.1:{redis_server.port}/0 "
+        "(the `make run` stack of this checkout, var/stack.json)\n"
+    )
+
+
+def test_the_stack_is_found_from_a_subdirectory_of_the_checkout(
+    make_checkout: Callable[..., Path],
+    stand_in: subprocess.Popen[bytes],
+    redis_server: RedisServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_checkout(redis_server.url, stand_in.pid)
+    (root / "examples").mkdir()
+    monkeypatch.chdir(root / "examples")
+    target = resolve_target()
+    assert (target.origin, target.overrides.get("redis_url")) == ("stack", redis_server.url), target
+
+
+def test_the_stack_brings_its_settings_and_credentials_but_configuration_wins(
+    make_checkout: Callable[..., Path],
+    stand_in: subprocess.Popen[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_checkout("redis://127.0.0.1:7000/0", stand_in.pid, {"WEBHOOK_RETRY_INTERVALS": "1,2,5"})
+    monkeypatch.setenv("RQ_DASHBOARD_PASSWORD", "mine-not-the-stacks")
+    target = resolve_target()
+    assert target.overrides == {
+        "redis_url": "redis://127.0.0.1:7000/0",
+        "webhook_retry_intervals": "1,2,5",
+        "webhook_signing_secret": SECRET,
+    }
+    settings = Settings.load(**target.overrides)
+    assert settings.webhook_retry_intervals == [1, 2, 5]
+    assert settings.rq_dashboard_password is not None
+    assert settings.rq_dashboard_password.get_secret_value() == "mine-not-the-stacks"
+
+
+def test_redis_url_wins_over_a_running_stack(
+    make_checkout: Callable[..., Path],
+    stand_in: subprocess.Popen[bytes],
+    redis_server: RedisServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_checkout("redis://127.0.0.1:1/0", stand_in.pid)
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    result = webhooks("events", "list")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"redis: 127.0.0.1:{redis_server.port}/0 (REDIS_URL)\n"
+
+
+def test_a_stack_file_left_by_a_stopped_stack_is_not_used(
+    make_checkout: Callable[..., Path], redis_server: RedisServer
+) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass", "webhooks"])
+    gone.wait()
+    make_checkout(redis_server.url, gone.pid)
+    target = resolve_target()
+    assert target.origin == "default" and target.stale_file is not None
+    assert "var/stack.json is left from a stack that no longer runs" in target.hint()
+
+
+def test_with_no_stack_and_nothing_configured_the_error_says_how_to_point_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1
+    message = result.output.strip()
+    assert "\n" not in message
+    assert "WEBHOOK_SECRET_INBOUND (or WEBHOOK_SIGNING_SECRET) is not set" in message
+    assert "no `make run` stack of this checkout is up: start one with `make run`" in message
+    assert "set REDIS_URL=redis://HOST:PORT/DB" in message
+
+
+@pytest.mark.parametrize(
+    ("target", "advice"),
+    [
+        (Target("default"), "start one with `make run`, or set REDIS_URL="),
+        (Target("stack", stack_file=Path("var/stack.json")), "is `make run` still running?"),
+        (Target("REDIS_URL"), "check REDIS_URL"),
+    ],
+    ids=["default", "stack", "REDIS_URL"],
+)
+def test_an_unreachable_redis_is_one_line_with_what_to_do(
+    make_settings: Callable[..., Settings], target: Target, advice: str
+) -> None:
+    settings = make_settings(redis_url=f"redis://:hunter2@127.0.0.1:{free_port()}/0")
+    with click.Context(click.Command("test")) as context:
+        context.meta["webhooks.target"] = target
+        with pytest.raises(CommandError) as error, redis_connection(settings) as connection:
+            connection.ping()
+    message = error.value.format_message()
+    assert message.startswith("cannot reach Redis at 127.0.0.1:") and advice in message
+    assert "hunter2" not in message and "\n" not in message

@@ -1,0 +1,146 @@
+"""Every setting refuses a bad value the same way: one line, the variable's name, what was
+expected, never the value (it may be a secret, or a URL holding one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import ConfigError, Settings
+from tests.conftest import AUTH, SECRET, webhooks
+from tests.processes import start
+from workers.dev.redis_server import free_port
+
+# One malformed value per variable, and what the message must say about it.
+BAD_VALUES = {
+    "REDIS_URL": ("redis://:hunter2-pass@localhost:63x79/0", "port must be a number"),
+    "WEBHOOK_SOURCES": ("inbound:nosuch", "unknown provider"),
+    "WEBHOOK_SIGNING_SECRET": ("replace-me-with-a-long-random-string", "placeholder"),
+    "WEBHOOK_DEDUPE_TTL": ("a-day", "valid integer"),
+    "REPLAY_TOLERANCE": ("soon", "valid integer"),
+    "WEBHOOK_MAX_BODY_BYTES": ("1MB", "valid integer"),
+    "WEBHOOK_ACK_TIMEOUT": ("quickly", "valid number"),
+    "WEBHOOK_QUEUE": ("web hooks", "pattern"),
+    "WEBHOOK_KEY_PREFIX": ("a prefix", "pattern"),
+    "WEBHOOK_MAX_RETRIES": ("1000", "less than or equal to 100"),
+    "WEBHOOK_RETRY_INTERVALS": ("10,thirty", "valid integer"),
+    "WEBHOOK_JOB_TIMEOUT": ("0", "greater than or equal to 1"),
+    "WEBHOOK_MAINTENANCE_INTERVAL": ("often", "valid integer"),
+    "WEBHOOK_WORKER_MODE": ("threads", "'fork' or 'simple'"),
+    "WEBHOOK_REQUIRE_DURABLE_REDIS": ("perhaps", "valid boolean"),
+    "WEBHOOK_LEDGER_TTL": ("5", "greater than or equal to 60"),
+    "WEBHOOK_DEDUPE_MODE": ("off", "'enforce' or 'log-only'"),
+    "WEBHOOK_LOG_FORMAT": ("fancy", "'auto', 'json' or 'text'"),
+    "WEBHOOK_REPLAY_TOKEN": ("short-token-value", "at least 32"),
+    "STRIPE_API_KEY": ("replace-me-stripe-key", "placeholder"),
+    "GITHUB_TOKEN": ("replace-me-github-token", "placeholder"),
+    "RQ_DASHBOARD_PASSWORD": ("replace-me-dashboard", "placeholder"),
+    "WEBHOOK_SECRET_INBOUND": ("replace-me-inbound", "placeholder"),
+    "REPLAY_TOLERANCE_INBOUND": ("later", "whole number"),
+    "WEBHOOK_DEDUPE_TTL_INBOUND": ("0", "at least 1"),
+    # Settings that other branches add (the batched worker, the new providers): checked
+    # once those land, skipped before.
+    "WEBHOOK_BATCH_SIZE": ("lots", "valid integer"),
+    "WEBHOOK_FETCH_TIMEOUT": ("slow", "valid number"),
+    "WEBHOOK_PUBLIC_URL": ("ftp://hooks.example", "pattern"),
+}
+# Free text that any value satisfies, or checked where it is used (handlers on import).
+UNCONSTRAINED = {
+    "STRIPE_API_BASE",
+    "GITHUB_API_BASE",
+    "RQ_DASHBOARD_USERNAME",
+    "WEBHOOK_HANDLERS",
+    "WEBHOOK_FETCH_ALLOW",
+    "PER_SOURCE",
+}
+PER_SOURCE = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
+VARIABLES = {name.upper() for name in Settings.model_fields}
+CHECKED = sorted(v for v in BAD_VALUES if v in VARIABLES or v.startswith(PER_SOURCE))
+
+
+def test_every_setting_has_a_malformed_value_checked_here() -> None:
+    assert BAD_VALUES.keys() >= VARIABLES - UNCONSTRAINED
+
+
+@pytest.mark.parametrize("variable", CHECKED)
+def test_a_bad_value_is_one_line_naming_the_variable_and_never_the_value(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    value, expected = BAD_VALUES[variable]
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError) as error:
+        Settings.load(_env_file=None)
+    message = str(error.value)
+    assert "\n" not in message
+    assert variable in message and expected in message, message
+    if variable != "WEBHOOK_SOURCES":  # naming the unknown provider is the help there
+        assert value not in message
+    assert "hunter2" not in message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:99999/0",
+        "http://localhost:6379/0",
+        "localhost:6379",
+        "redis://localhost:6379/zero",
+        "redis://localhost:6379/0?socket_timeout=soon",
+    ],
+)
+def test_each_kind_of_malformed_redis_url_is_refused(url: str) -> None:
+    with pytest.raises(ConfigError, match=r"^REDIS_URL: .*\(expected redis://"):
+        Settings.load(_env_file=None, webhook_signing_secret=SECRET, redis_url=url)
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://localhost:6379/0", "rediss://:p@cache.example:6380/2", "unix:///run/r.sock"]
+)
+def test_well_formed_redis_urls_are_kept(url: str) -> None:
+    settings = Settings.load(_env_file=None, webhook_signing_secret=SECRET, redis_url=url)
+    assert settings.redis_url == url
+
+
+def test_inbound_alone_means_the_default_hmac_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WEBHOOK_SECRET_STRIPE", "whsec_real")
+    settings = Settings.load(
+        _env_file=None, webhook_signing_secret=SECRET, webhook_sources="inbound,stripe"
+    )
+    assert {n: s.provider for n, s in settings.sources.items()} == {
+        "inbound": "hmac",
+        "stripe": "stripe",
+    }
+
+
+def test_the_command_reports_a_malformed_redis_url_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    monkeypatch.setenv("REDIS_URL", "redis://:hunter2-pass@localhost:63x79/0")
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: REDIS_URL: the port must be a number from 1 to 65535 "
+        "(expected redis://[[user]:password@]host[:port][/db], rediss://... or unix://PATH)"
+    ]
+
+
+@pytest.mark.parametrize("name", ["web", "worker", "dashboard"])
+def test_every_process_refuses_a_malformed_redis_url_in_one_line(tmp_path: Path, name: str) -> None:
+    env = {
+        "PORT": str(free_port()),
+        "REDIS_URL": "redis://:hunter2-pass@127.0.0.1:63x79/0",
+        "WEBHOOK_SIGNING_SECRET": SECRET,
+        "RQ_DASHBOARD_USERNAME": AUTH[0],
+        "RQ_DASHBOARD_PASSWORD": AUTH[1],
+    }
+    process = start(name, env, tmp_path)
+    try:
+        assert process.popen.wait(30) != 0
+    finally:
+        process.stop()
+    output = process.output()
+    assert [line for line in output.splitlines() if "REDIS_URL: the port must be" in line], output
+    assert "Traceback" not in output and "hunter2" not in output

@@ -1,0 +1,260 @@
+"""`make run` as a newcomer meets it: development retries, the `webhooks` command finding the
+stack by itself, and Ctrl+C leaving nothing behind.
+
+The Ctrl+C test runs the real `make run` in a pseudo-terminal, in a scratch checkout (so it
+never touches this checkout's var/), and presses Ctrl+C there: the terminal sends SIGINT to
+its foreground process group, as it does for a person."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import subprocess
+import termios
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+from dotenv import dotenv_values
+
+from app.keys import job_id_for
+from tests.conftest import ROOT, event_body, sign
+from tests.processes import wait_until
+from workers.dev.devenv import DEV_RETRY_INTERVALS, dev_settings, retries_line
+from workers.dev.stackfile import StackFile
+
+
+def test_unset_retry_intervals_get_development_values_that_dead_letter_within_a_minute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    dev = dev_settings(terminal=False)
+    assert dev.values["WEBHOOK_RETRY_INTERVALS"] == DEV_RETRY_INTERVALS
+    intervals = [int(i) for i in DEV_RETRY_INTERVALS.split(",")]
+    assert sum(intervals) <= 50  # five retries, plus the attempts themselves, within a minute
+    line = retries_line(intervals, dev)
+    assert "development intervals, as WEBHOOK_RETRY_INTERVALS is not set" in line
+    assert "a dead letter in about 38 s" in line
+
+
+def test_configured_retry_intervals_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("WEBHOOK_RETRY_INTERVALS=10,30,120,600,1800\n")
+    dev = dev_settings(terminal=True)
+    assert "WEBHOOK_RETRY_INTERVALS" not in dev.values
+    assert dev.values["WEBHOOK_LOG_FORMAT"] == "text"
+    assert "dead letter in about 43 min" in retries_line([10, 30, 120, 600, 1800], dev)
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A scratch checkout sharing this one's .venv and files, with nothing configured."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    for name in ("Makefile", "Procfile", "pyproject.toml", ".venv", "examples"):
+        (root / name).symlink_to(ROOT / name)
+    return root
+
+
+def _descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@dataclass
+class Terminal:
+    """`make run` on a pseudo-terminal, with everything it prints collected."""
+
+    process: subprocess.Popen[bytes]
+    primary: int
+    chunks: list[bytes] = field(default_factory=list)
+
+    @property
+    def output(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+    def read_all(self) -> None:
+        while True:
+            try:
+                data = os.read(self.primary, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.chunks.append(data)
+
+    def press_ctrl_c(self) -> None:
+        os.write(self.primary, b"\x03")
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
+    terminals: list[Terminal] = []
+
+    def start(root: Path, **env: str) -> Terminal:
+        primary, secondary = os.openpty()
+
+        def controlling_terminal() -> None:  # runs in the child, after setsid
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+        process = subprocess.Popen(
+            ["make", "run"],
+            cwd=root,
+            env={**clean, **env},
+            stdin=secondary,
+            stdout=secondary,
+            stderr=secondary,
+            start_new_session=True,
+            preexec_fn=controlling_terminal,
+        )
+        os.close(secondary)
+        terminal = Terminal(process, primary)
+        threading.Thread(target=terminal.read_all, daemon=True).start()
+        terminals.append(terminal)
+        return terminal
+
+    yield start
+    for terminal in terminals:
+        _kill_tree(terminal.process)
+        os.close(terminal.primary)
+
+
+def _kill_tree(process: subprocess.Popen[bytes]) -> None:
+    """What a failed test leaves: the process and everything it started, redis included."""
+    if process.poll() is None:
+        for pid in _descendants(process.pid) | {process.pid}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.mark.e2e
+def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
+    tmp_path: Path, make_run: Callable[..., Terminal]
+) -> None:
+    root = _checkout(tmp_path)
+    # A demo.flaky event dead-letters at once here; the intervals are the test above.
+    terminal = make_run(root, WEBHOOK_MAX_RETRIES="0")
+    stack_file = root / "var" / "stack.json"
+    wait_until(stack_file.exists, 60, f"make run to start:\n{terminal.output}")
+    stack = StackFile.read(stack_file)
+    assert stack is not None
+    assert stack.settings["WEBHOOK_RETRY_INTERVALS"] == DEV_RETRY_INTERVALS
+    wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
+    wait_until(lambda: _answers(stack.dashboard + "/"), 60, "the dashboard")
+    assert "a failing event is a dead letter at once" in terminal.output
+
+    # The printed curl line's request, signed with the secret make run made.
+    secret = dotenv_values(root / "var" / "dev.env")["WEBHOOK_SIGNING_SECRET"] or ""
+    body = event_body("evt_demo", "demo.flaky")
+    sent = httpx.post(
+        f"{stack.receiver}/webhooks/inbound",
+        content=body,
+        headers={"X-Signature-256": sign(body, secret)},
+    )
+    assert sent.json() == {"status": "accepted", "id": "evt_demo"}
+
+    # `webhooks dead list` in that checkout, with nothing configured, finds the stack.
+    clean_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
+    }
+
+    def dead_list() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "webhooks"), "dead", "list"],
+            cwd=root,
+            env=clean_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    job_id = job_id_for("inbound", "evt_demo")
+    wait_until(lambda: job_id in dead_list().stdout, 30, "the dead letter")
+    listed = dead_list()
+    assert "the `make run` stack of this checkout, var/stack.json" in listed.stderr
+
+    running = _descendants(terminal.process.pid)
+    assert len(running) >= 5  # redis, honcho, web, worker, dashboard at least
+    before = len(terminal.output)
+    terminal.press_ctrl_c()
+    assert terminal.process.wait(60) == 0, terminal.output
+    time.sleep(0.2)  # let the reader drain what was written last
+    stopping = terminal.output[before:]
+    assert "Traceback" not in stopping and "Error" not in stopping, stopping
+    assert [pid for pid in running if _running(pid)] == []
+    assert not stack_file.exists()
+    assert not _answers(stack.receiver + "/healthz")
+    # Redis went last: the worker never saw it go away.
+    assert stopping.index("worker.1 stopped") < stopping.index("redis stopped")
+    assert stopping.rstrip().endswith("redis stopped; the stack is down")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.mark.e2e
+def test_sigint_to_the_stack_without_a_terminal_stops_it_in_order_and_exits_0(
+    tmp_path: Path,
+) -> None:
+    """Where there is no terminal (CI, a supervisor), a SIGINT to the process group stops the
+    stack the same way. (Through make it would exit 130: GNU make kills itself with the
+    SIGINT it received; the terminal test above shows why `make run` does not get one.)"""
+    root = _checkout(tmp_path)
+    log = tmp_path / "stack.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(ROOT / ".venv" / "bin" / "webhooks"), "dev"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until((root / "var" / "stack.json").exists, 60, "the stack")
+        stack = StackFile.read(root / "var" / "stack.json")
+        assert stack is not None
+        wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
+        running = _descendants(process.pid)
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.wait(60) == 0
+        output = log.read_text()
+        assert "Traceback" not in output, output
+        assert [pid for pid in running if _running(pid)] == []
+        assert output.rstrip().endswith("redis stopped; the stack is down")
+    finally:
+        _kill_tree(process)

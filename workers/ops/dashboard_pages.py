@@ -1,0 +1,114 @@
+"""What the dashboard adds to rq-dashboard's own pages: readable metadata and the Events link.
+
+- A job's *Metadata* was `json.dumps(job.meta)`: a blob with Unix timestamps. For an
+  event's job it becomes lines an operator reads at 3 a.m.: source, type, event id, status,
+  attempts, last error and times in ISO 8601 (UTC); other jobs get one `key: value` per line.
+- The navigation bar gets an *Events* entry (`workers/ops/events_page`).
+The template edits are exact: an rq-dashboard upgrade that moves their anchors fails
+loudly (`TemplateEditMissing`), and a test loads every edited template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from jinja2 import BaseLoader, Environment
+
+from app.formats import iso
+from app.jobstate import JobMeta
+
+# (template, pattern, replacement): each pattern must match exactly once.
+TEMPLATE_EDITS: tuple[tuple[str, str, str], ...] = (
+    (
+        "rq_dashboard/job.html",
+        r"<strong>Metadata</strong>:<br>(<%- d\.metadata %>)</p>",
+        r'<strong>Metadata</strong>:</p><pre class="metadata">\1</pre>',
+    ),
+    (
+        "rq_dashboard/navbar.html",
+        r"(>Workers</a>\s*</li>)",
+        '\\1\n<li class="nav-item"><a href="{{ url_for(\'events.index\') }}" '
+        'class="nav-link">Events</a></li>',
+    ),
+)
+
+
+class TemplateEditMissing(RuntimeError):
+    """An rq-dashboard template no longer has what an edit anchors on."""
+
+
+def edit_template(name: str, source: str) -> str:
+    for template, pattern, replacement in TEMPLATE_EDITS:
+        if template == name:
+            source, count = re.subn(pattern, replacement, source)
+            if count != 1:
+                raise TemplateEditMissing(f"{name}: {pattern!r} matched {count} times")
+    return source
+
+
+class EditingLoader(BaseLoader):
+    """Serves templates through `edit_template` (after the loader it wraps)."""
+
+    def __init__(self, inner: BaseLoader) -> None:
+        self.inner = inner
+
+    def get_source(
+        self, environment: Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
+        source, filename, uptodate = self.inner.get_source(environment, template)
+        return edit_template(template, source), filename, uptodate
+
+    def list_templates(self) -> list[str]:
+        return self.inner.list_templates()
+
+
+def readable_metadata(meta: dict[str, Any]) -> str:
+    """A job's meta as lines of `name: value`, an event's in the order an operator reads."""
+    if not meta.get("source") or "event_id" not in meta:
+        return "\n".join(f"{key}: {json.dumps(value)}" for key, value in sorted(meta.items()))
+    event = JobMeta.from_meta(meta)
+    rows: list[tuple[str, object]] = [
+        ("source", event.source),
+        ("type", event.type or "-"),
+        ("event id", event.event_id),
+        ("status", event.state),
+        ("attempts", f"{event.attempts} (retries granted: {event.budget})"),
+        ("requeued", f"{event.requeues} time(s)"),
+        ("last error", event.last_error or "-"),
+        ("received at", iso(event.received_at) or "-"),
+        ("dead at", iso(event.dead_at) or "-"),
+        ("settled at", iso(event.settled_at) or "-"),
+    ]
+    if event.permanent:
+        rows.append(("permanent", "yes: PermanentError, not retried"))
+    if event.duplicate:
+        rows.append(("duplicate", "yes: enqueued by the log-only dedupe mode"))
+    rows += [(key, json.dumps(value, default=str)) for key, value in sorted(event.extra.items())]
+    width = max(len(name) for name, _ in rows) + 1
+    return "\n".join(f"{name + ':':<{width}} {value}" for name, value in rows)
+
+
+def readable_job_info(app: Flask) -> None:
+    """The job data the job page renders, with its metadata made readable."""
+    endpoint = "rq_dashboard.job_info"
+    original = app.view_functions[endpoint]
+
+    def job_info(*args: Any, **kwargs: Any) -> Any:
+        answer = original(*args, **kwargs)
+        response, headers = (answer[0], answer[1]) if isinstance(answer, tuple) else (answer, {})
+        data = response.get_json(silent=True) if isinstance(response, Response) else None
+        if not isinstance(data, dict) or not isinstance(data.get("metadata"), str):
+            return answer
+        try:
+            meta = json.loads(data["metadata"])
+        except ValueError:
+            return answer
+        if isinstance(meta, dict):
+            data["metadata"] = readable_metadata(meta)
+        return jsonify(data), headers
+
+    app.view_functions[endpoint] = job_info

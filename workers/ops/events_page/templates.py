@@ -1,0 +1,213 @@
+"""The Events page's templates and stylesheet, kept in Python so they ship with the package.
+
+Jinja autoescapes every value; nothing here marks data safe. There is no script at all,
+so the page's Content-Security-Policy can forbid scripts outright.
+"""
+
+from __future__ import annotations
+
+from flask import url_for
+from jinja2 import DictLoader, Environment, StrictUndefined
+
+LAYOUT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{% block title %}Events{% endblock %} - webhooks dashboard</title>
+<link rel="stylesheet"
+ href="{{ url_for('rq_dashboard.static', filename='css/bootstrap.min.css') }}">
+<link rel="stylesheet" href="{{ url_for('events.stylesheet') }}">
+</head><body>
+<nav class="navbar navbar-expand navbar-light bg-light mb-3">
+ <span class="navbar-brand">RQ-dashboard</span>
+ <ul class="navbar-nav mr-auto">
+  <li class="nav-item"><a class="nav-link"
+   href="{{ url_for('rq_dashboard.queues_overview', instance_number=0) }}">Queues</a></li>
+  <li class="nav-item"><a class="nav-link"
+   href="{{ url_for('rq_dashboard.jobs_overview', instance_number=0) }}">Jobs</a></li>
+  <li class="nav-item"><a class="nav-link"
+   href="{{ url_for('rq_dashboard.workers_overview', instance_number=0) }}">Workers</a></li>
+  <li class="nav-item active"><a class="nav-link"
+   href="{{ url_for('events.index') }}">Events</a></li>
+ </ul>
+</nav>
+<main class="container-fluid">{% block content %}{% endblock %}</main>
+</body></html>
+"""
+
+INDEX = """{% extends "layout.html" %}
+{% block content %}
+<h1 class="h3">Events</h1>
+<section id="now" class="mb-3">
+ <span class="stat"><b>{{ now.queued }}</b> queued</span>
+ <span class="stat">oldest queued: <b>{{ age }}</b></span>
+ <span class="stat"><b>{{ now.scheduled }}</b> waiting for a retry</span>
+ <span class="stat"><b>{{ now.dead }}</b> dead letter{{ "" if now.dead == 1 else "s" }}</span>
+</section>
+<section id="day" class="mb-4">
+ <h2 class="h5">Last 24 hours, per 15 minutes (UTC)</h2>
+ {% for source in chart.sources %}
+ <div class="source-day">
+  <h3 class="h6">{{ source.source }}</h3>
+  <table class="day">
+  {% for row in source.rows %}
+   <tr class="series-{{ row.name }}"><th>{{ row.name }}</th><td class="total">{{ row.total }}</td>
+   <td><svg class="bars" width="{{ chart.width }}" height="{{ chart.height }}"
+    viewBox="0 0 {{ chart.width }} {{ chart.height }}" role="img"
+     aria-label="{{ row.name }} per 15 minutes, {{ row.total }} in 24 hours">
+    <line x1="0" y1="{{ chart.height - 0.5 }}" x2="{{ chart.width }}"
+     y2="{{ chart.height - 0.5 }}" stroke="#cbd5e0" stroke-width="1"/>
+    {% for bar in row.bars %}<rect x="{{ bar.x }}" y="{{ bar.y }}" width="5"
+     height="{{ bar.height }}"
+      fill="{{ row.color }}"><title>{{ bar.title }}</title></rect>{% endfor %}
+   </svg></td><td class="peak">{% if row.peak %}peak {{ row.peak }}{% endif %}</td></tr>
+  {% endfor %}
+   <tr class="axis"><th></th><td></td><td><svg width="{{ chart.width }}" height="14"
+    viewBox="0 0 {{ chart.width }} 14">
+    {% for tick in chart.ticks %}<text x="{{ tick.x }}" y="11" font-size="10"
+     fill="#4a5568">{{ tick.label }}</text>{% endfor %}
+   </svg></td><td></td></tr>
+  </table>
+ </div>
+ {% endfor %}
+</section>
+<section id="search">
+ <h2 class="h5">Search</h2>
+ <form method="get" action="{{ url_for('events.index') }}" class="form-inline mb-2">
+  <select name="source" class="form-control form-control-sm mr-1" aria-label="source">
+   <option value="">every source</option>
+   {% for name in sources %}<option value="{{ name }}"{% if form.source == name %}
+    selected{% endif %}>{{ name }}</option>{% endfor %}
+  </select>
+  <input name="id" value="{{ form.id }}" placeholder="event id"
+   class="form-control form-control-sm mr-1" aria-label="event id">
+  <input name="type" value="{{ form.type }}" placeholder="type (invoice.* for a prefix)"
+   class="form-control form-control-sm mr-1" aria-label="type">
+  <select name="status" class="form-control form-control-sm mr-1" aria-label="status">
+   <option value="">any status</option>
+   {% for name in statuses %}<option value="{{ name }}"{% if form.status == name %}
+    selected{% endif %}>{{ name }}</option>{% endfor %}
+  </select>
+  <input name="since" value="{{ form.since }}" placeholder="since (ISO 8601 UTC or unix)"
+   class="form-control form-control-sm mr-1" aria-label="since">
+  <input name="until" value="{{ form.until }}" placeholder="until"
+   class="form-control form-control-sm mr-1" aria-label="until">
+  <button type="submit" class="btn btn-sm btn-primary">Search</button>
+ </form>
+ <p class="ranges">Received in the last:
+  {% for label, href in ranges %}<a href="{{ href }}">{{ label }}</a>{% if not loop.last %}
+   &middot; {% endif %}{% endfor %}</p>
+ {% for error in errors %}<div class="alert alert-warning py-1">{{ error }}</div>{% endfor %}
+ <p id="summary">{{ summary }}</p>
+ {% if rows %}
+ <table id="events" class="table table-sm table-striped">
+  <thead><tr><th>received (UTC)</th><th>source</th><th>event id</th><th>type</th>
+   <th>status</th><th>tries</th><th>last error</th><th>settled (UTC)</th></tr></thead>
+  <tbody>
+  {% for r in rows %}
+   <tr><td class="time">{{ r.received }}</td><td>{{ r.source }}</td>
+    <td class="id"><a
+     href="{{ url_for('events.event', source=r.source, id=r.id) }}">{{ r.id }}</a></td>
+    <td>{{ r.type or "-" }}</td>
+    <td><span class="status status-{{ r.status }}">{{ r.status }}</span></td>
+    <td>{{ r.attempts }}</td><td class="error">{{ r.error }}</td><td
+     class="time">{{ r.settled or "-" }}</td></tr>
+  {% endfor %}
+  </tbody>
+ </table>
+ {% endif %}
+ <p class="pager">{% if form.after %}<a href="{{ newest }}">&larr; newest</a>{% endif %}
+  {% if older %}<a id="older" href="{{ older }}">older &rarr;</a>{% endif %}</p>
+</section>
+{% endblock %}
+"""
+
+EVENT = """{% extends "layout.html" %}
+{% block title %}{{ d.record.source }} {{ d.record.id }}{% endblock %}
+{% block content %}
+<p><a href="{{ url_for('events.index') }}">&larr; Events</a></p>
+<h1 class="h4">{{ d.record.source }} event <code id="event-id">{{ d.record.id }}</code></h1>
+{% if message %}<div id="done" class="alert alert-info py-1">{{ message }}</div>{% endif %}
+<dl class="row" id="record">
+ <dt class="col-sm-2">status</dt>
+ <dd class="col-sm-10">
+  <span class="status status-{{ d.record.status }}">{{ d.record.status }}</span></dd>
+ <dt class="col-sm-2">type</dt><dd class="col-sm-10">{{ d.record.type or "-" }}</dd>
+ <dt class="col-sm-2">attempts</dt><dd class="col-sm-10">{{ d.record.attempts }}</dd>
+ <dt class="col-sm-2">last error</dt><dd
+  class="col-sm-10 error">{{ d.record.last_error or "-" }}</dd>
+ <dt class="col-sm-2">received</dt><dd class="col-sm-10">{{ received }}</dd>
+ <dt class="col-sm-2">settled</dt><dd class="col-sm-10">{{ settled or "-" }}</dd>
+ <dt class="col-sm-2">job</dt><dd class="col-sm-10">
+ {% if d.job_status %}
+  <a id="job-link"
+   href="{{ url_for('rq_dashboard.job_view', instance_number=0, job_id=d.record.job_id) }}"
+  >{{ d.record.job_id }}</a> ({{ d.job_status }}, in rq-dashboard)
+ {% else %}{{ d.record.job_id }} (RQ no longer keeps it){% endif %}</dd>
+</dl>
+<div class="actions mb-3">
+ {% if d.dead_letter %}
+ <form method="post" action="{{ url_for('events.requeue') }}" class="d-inline">
+  <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
+   value="{{ d.record.id }}">
+  <button id="requeue" type="submit" class="btn btn-sm btn-warning">Requeue (full retry
+   budget)</button>
+ </form>
+ {% endif %}
+ {% if not pending %}
+ <form method="post" action="{{ url_for('events.replay') }}" class="d-inline">
+  <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
+   value="{{ d.record.id }}">
+  <button id="replay" type="submit" class="btn btn-sm btn-outline-secondary">Replay</button>
+ </form>
+ {% endif %}
+</div>
+<h2 class="h6">Headers</h2>
+{% if d.headers %}<table id="headers" class="table table-sm"><tbody>
+ {% for name, value in d.headers.items() %}
+ <tr><th>{{ name }}</th><td>{{ value }}</td></tr>{% endfor %}
+</tbody></table>{% elif d.job_status %}<p>none kept for this provider</p>{% else %}<p>not kept: RQ
+ no longer has the job</p>{% endif %}
+<h2 class="h6">Payload <small>({{ d.payload.kind }}, {{ d.payload.size }}
+ bytes{% if d.payload.cut %}, the start shown{% endif %})</small></h2>
+<pre id="payload" class="payload">{{ d.payload.text }}</pre>
+<h2 class="h6">Attempts</h2>
+{% if d.attempts %}<table id="attempts" class="table table-sm">
+ <thead><tr><th>when (UTC)</th><th>outcome</th><th>error</th></tr></thead><tbody>
+ {% for a in d.attempts %}<tr><td class="time">{{ a.when }}</td><td>{{ a.outcome }}</td><td
+  class="error">{{ a.error }}</td></tr>{% endfor %}
+</tbody></table>{% else %}<p>{{ d.record.attempts }} attempt(s); RQ keeps no details of them
+ now.</p>{% endif %}
+{% if d.traceback %}<details><summary>last traceback</summary><pre
+ id="traceback">{{ d.traceback }}</pre></details>{% endif %}
+{% endblock %}
+"""
+
+STYLESHEET = """
+.stat { margin-right: 1.5rem; }
+.source-day { margin-bottom: .75rem; }
+table.day th { font-weight: normal; width: 6rem; padding-right: .5rem; }
+table.day td.total { text-align: right; width: 4rem; padding-right: .75rem; font-variant-numeric:
+ tabular-nums; }
+table.day td.peak { color: #718096; font-size: .8rem; padding-left: .5rem; }
+svg.bars { background: #f7fafc; display: block; }
+td.id, code, td.error, dd.error { word-break: break-all; }
+td.error { max-width: 28rem; }
+td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
+pre.payload, #traceback { background: #f7fafc; padding: .5rem; max-height: 32rem; overflow: auto;
+ white-space: pre-wrap; word-break: break-all; }
+.status { padding: 0 .35rem; border-radius: .2rem; background: #e2e8f0; }
+.status-dead { background: #fed7d7; color: #9b2c2c; }
+.status-done { background: #c6f6d5; color: #22543d; }
+.status-retrying, .status-running, .status-queued { background: #fefcbf; color: #744210; }
+"""
+
+environment = Environment(
+    loader=DictLoader({"layout.html": LAYOUT, "index.html": INDEX, "event.html": EVENT}),
+    autoescape=True,
+    undefined=StrictUndefined,
+)
+environment.globals["url_for"] = url_for
+
+
+def render(name: str, **context: object) -> str:
+    return environment.get_template(name).render(**context)

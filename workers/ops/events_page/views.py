@@ -1,0 +1,225 @@
+"""The Events page's routes: the search with the day's picture, one event, two actions.
+
+Mounted in the dashboard's Flask app, so its login applies, and its action guard: the
+POST routes answer only same-origin POSTs (`dashboard_guard.py`); they log their outcome
+themselves. Every page is rendered here with no script, under a CSP that forbids any.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from flask import Blueprint, Response, abort, redirect, request, url_for
+from redis import Redis
+
+from app.formats import iso
+from app.jobstate import PENDING, EventStatus
+from app.keys import Keys
+from app.settings import Settings
+from workers.ops.common import parse_time
+from workers.ops.dashboard_guard import log_action
+from workers.ops.events_page import actions
+from workers.ops.events_page.chart import draw
+from workers.ops.events_page.detail import load_detail
+from workers.ops.events_page.picture import read_day, read_queue
+from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
+from workers.ops.events_page.templates import STYLESHEET, render
+from workers.ops.ledger import EventLedger, LedgerRecord
+
+ACTIONS = frozenset({"events.requeue", "events.replay"})
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+RANGES = (("hour", 3600), ("24 hours", 86_400), ("7 days", 7 * 86_400))
+MAX_FIELD = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A ledger record as the results table shows it."""
+
+    source: str
+    id: str
+    type: str
+    status: str
+    attempts: int
+    error: str
+    received: str
+    settled: str | None
+
+    @classmethod
+    def of(cls, record: LedgerRecord) -> Row:
+        error = record.last_error
+        return cls(
+            record.source,
+            record.id,
+            record.type,
+            str(record.status),
+            record.attempts,
+            error if len(error) <= 300 else error[:299] + "…",
+            iso(record.received_at) or "-",
+            iso(record.settled_at),
+        )
+
+
+def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, list[str]]:
+    """The search form's fields; a bad one is named in a fixed sentence, never echoed."""
+    errors: list[str] = []
+
+    def field(name: str) -> str | None:
+        value = (args.get(name) or "").strip()[:MAX_FIELD]
+        return value or None
+
+    source = field("source")
+    if source is not None and source not in sources:
+        errors.append("Unknown source: choose one of the list.")
+        source = None
+    status = None
+    if (given := field("status")) is not None:
+        try:
+            status = EventStatus(given)
+        except ValueError:
+            errors.append("Unknown status: choose one of the list.")
+    times: dict[str, float | None] = {}
+    for name in ("since", "until"):
+        value = field(name)
+        try:
+            times[name] = parse_time(value) if value is not None else None
+        except click.BadParameter:
+            errors.append(f"{name}: expected ISO 8601 (2026-11-30T08:00:00Z) or unix seconds.")
+            times[name] = None
+    after = Cursor.decode(args.get("after", "")) if args.get("after") else None
+    query = Query(source, field("id"), field("type"), status, times["since"], times["until"], after)
+    return query, errors
+
+
+def _summary(query: Query, page: Page) -> str:
+    shown = len(page.rows)
+    if query.event_id:
+        return "Found." if shown else "No event with that id (in any source searched)."
+    parts = [f"{shown} event{'' if shown == 1 else 's'} shown"]
+    if page.in_range is not None:
+        parts.append(f"of {page.in_range} received in this range")
+    if page.budget_spent and page.reached is not None:
+        parts.append(
+            f"(looked through {page.examined} events, back to {iso(page.reached)}; "
+            "older ones may match too)"
+        )
+    return " ".join(parts) + "."
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blueprint:
+    blueprint = Blueprint("events", __name__, url_prefix="/events")
+    keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+    sources = list(settings.sources)
+
+    def ledger() -> EventLedger:
+        return EventLedger(keys, connection())
+
+    @blueprint.get("")
+    def index() -> str:
+        query, errors = parse_query(request.args, sources)
+        redis = connection()
+        page = EventSearch(ledger(), sources).run(query)
+        now = time.time()
+        form = {name: (request.args.get(name) or "")[:MAX_FIELD] for name in _FORM}
+        older = None
+        if page.more is not None and not query.event_id:
+            older = url_for("events.index", **_kept(form), after=page.more.encode())
+        queue = read_queue(redis, keys)
+        return render(
+            "index.html",
+            now=queue,
+            age=_age(queue.oldest_age),
+            chart=draw(read_day(redis, keys.prefix, sources, now)),
+            sources=sources,
+            statuses=[str(s) for s in EventStatus],
+            form=form,
+            errors=errors,
+            rows=[Row.of(record) for record in page.rows],
+            summary=_summary(query, page),
+            older=older,
+            newest=url_for("events.index", **_kept(form)),
+            ranges=[
+                (label, url_for("events.index", since=str(int(now - span))))
+                for label, span in RANGES
+            ],
+        )
+
+    @blueprint.get("/event")
+    def event() -> str:
+        source, event_id = _named_event(request.args, sources)
+        record = ledger().get(source, event_id)
+        if record is None:
+            abort(404)
+        detail = load_detail(connection(), record, keys.failed)
+        done = request.args.get("done", "")
+        message = actions.MESSAGES.get(actions.Done(done)) if done in set(actions.Done) else None
+        return render(
+            "event.html",
+            d=detail,
+            received=iso(record.received_at),
+            settled=iso(record.settled_at),
+            pending=record.status in PENDING and detail.job_status is not None,
+            message=message,
+        )
+
+    def act(name: str, action: Callable[[Settings, Redis, LedgerRecord], actions.Done]) -> Any:
+        source, event_id = _named_event(request.form, sources)
+        record = ledger().get(source, event_id)
+        done = actions.Done.UNKNOWN if record is None else action(settings, connection(), record)
+        log_action(
+            name,
+            source=source,
+            event_id=event_id,
+            job_id=record.job_id if record else None,
+            outcome=str(done),
+            count=int(done in (actions.Done.REQUEUED, actions.Done.ENQUEUED)),
+        )
+        return redirect(url_for("events.event", source=source, id=event_id, done=str(done)), 303)
+
+    @blueprint.post("/requeue")
+    def requeue() -> Any:
+        return act("events.requeue", actions.requeue)
+
+    @blueprint.post("/replay")
+    def replay() -> Any:
+        return act("events.replay", actions.replay)
+
+    @blueprint.get("/style.css")
+    def stylesheet() -> Response:
+        return Response(STYLESHEET, mimetype="text/css", headers={"Cache-Control": "max-age=300"})
+
+    @blueprint.after_request
+    def harden(response: Response) -> Response:
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["Cache-Control"] = response.headers.get("Cache-Control", "no-store")
+        return response
+
+    return blueprint
+
+
+_FORM = ("source", "id", "type", "status", "since", "until", "after")
+
+
+def _kept(form: dict[str, str]) -> dict[str, Any]:
+    """The search's own fields, for the pager's links (without the cursor)."""
+    return {k: v for k, v in form.items() if v and k != "after"}
+
+
+def _named_event(fields: Mapping[str, str], sources: list[str]) -> tuple[str, str]:
+    source, event_id = fields.get("source", ""), fields.get("id", "")
+    if source not in sources or not event_id or len(event_id) > 4096:
+        abort(404)
+    return source, event_id
