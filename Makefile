@@ -40,7 +40,7 @@ typecheck: install-test
 	$(BIN)/mypy
 
 test: install-test lint typecheck
-	$(BIN)/pytest
+	$(BIN)/pytest -n 3
 
 # Not part of `make test`: about 4 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -131,3 +132,21 @@ def test_one_sigterm_stops_a_worker_whose_redis_is_down(
         worker.popen.wait(15)  # a hang detector: it used to go on for 45 s and more
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the worker ignored SIGTERM:\n{worker.output()[-2000:]}") from None
+
+
+def test_a_failing_handler_prints_one_line_per_attempt_and_no_traceback(
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
+) -> None:
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="1")
+    web, worker = stack.start("web"), stack.start("worker")
+    redis.set("fail:evt_noisy", 1)
+    assert send(web.url, "evt_noisy", "order.flaky").status_code == 200
+    job = job_id_for("inbound", "evt_noisy")
+    wait_until(lambda: redis.zscore("rq:failed:webhooks", job) is not None, 30, "a dead letter")
+    worker.stop()
+    output = worker.output()
+    # The traceback is kept in the job, where `dead show` and the dashboard read it.
+    assert "Traceback" not in output and "downstream is down" in output
+    lines = [line for line in output.splitlines() if '"event_id": "evt_noisy"' in line]
+    assert [json.loads(line)["state"] for line in lines] == ["retry_scheduled", "dead_lettered"]
+    assert "Traceback" in (Job.fetch(job, connection=redis).latest_result().exc_string or "")
