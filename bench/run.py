@@ -7,7 +7,8 @@ rounds' ratios is reported:
 - drain (`bench/drain.py`): the worker over a bare BRPOP loop, in both modes, and two
   worker processes over one;
 - peers (`bench/peers.py`): Celery and dramatiq draining the same jobs, over the same loop;
-- memory (`bench/memory.py`): Redis bytes per dedupe key and per accepted event.
+- memory (`bench/memory.py`): Redis bytes per dedupe key and per accepted event;
+- the Events page (`bench/events_page.py`) over a million ledger records.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.drain import drain, scaling
+from bench.events_page import run as events_page
 from bench.ingest import ingest
 from bench.memory import memory
 from bench.peers import peers
@@ -40,6 +42,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--drain-events", type=int, default=5000)
     parser.add_argument("--skip-peers", action="store_true", help="Do not install or run them.")
+    parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     args = parser.parse_args()
     if not shutil.which("wrk"):
@@ -61,6 +64,12 @@ def main() -> None:
             }
         finally:
             redis.stop()
+        # The page reads; persistence would only slow the million records' filling.
+        pages = RedisServer(Path(tmp) / "pages", options={"appendonly": "no"}).start()
+        try:
+            result["events_page"] = events_page(pages, args.events_records, 15)
+        finally:
+            pages.stop()
     print(table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
