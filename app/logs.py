@@ -125,16 +125,24 @@ class LineFormatter(logging.Formatter):
         self.text = TextFormatter()
 
     def format(self, record: logging.LogRecord) -> str:
-        if self.choice == "text" or (self.choice == "auto" and _stderr_is_terminal()):
-            return self.text.format(record)
-        return self.json.format(record)
+        return self.json.format(record) if self.writes_json() else self.text.format(record)
+
+    def writes_json(self) -> bool:
+        return self.choice == "json" or (self.choice == "auto" and not _stderr_is_terminal())
+
+
+_tty: list[Any] = [None, False]
 
 
 def _stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # replaced by an object without it, or closed
-        return False
+    # Asked once per stderr object, not with a system call per line.
+    stream = sys.stderr
+    if _tty[0] is not stream:
+        try:
+            _tty[:] = [stream, stream.isatty()]
+        except (AttributeError, ValueError):  # replaced by an object without it, or closed
+            _tty[:] = [stream, False]
+    return bool(_tty[1])
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -185,7 +193,8 @@ def _json_to_stderr() -> bool:
     return (
         len(handlers) == 1
         and isinstance(handlers[0], _StderrHandler)
-        and type(handlers[0].formatter) is JsonFormatter
+        and isinstance(handlers[0].formatter, LineFormatter)
+        and handlers[0].formatter.writes_json()
     )
 
 
