@@ -1,6 +1,7 @@
 """Ingest: requests/s of the real receiver over a no-op FastAPI endpoint that only reads the
 body; same uvicorn flags, same wrk load and concurrency, alternating, on the same Redis
-(appendfsync always); with p50/p99 latency of both. Every request is a new signed event."""
+(appendfsync always); with p50/p99 latency of both. Every request is a new signed event,
+of about 120 bytes, as the figures the issues quote were measured."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from redis import Redis
 
-from bench.common import BIN, PADDING, ROOT, SECRET
+from bench.common import BIN, ROOT, SECRET
 from workers.dev.redis_server import free_port
 
 
@@ -28,7 +29,7 @@ def signed_bodies(path: Path, count: int, tag: str) -> None:
                 {
                     "id": f"evt_{tag}_{n:08d}",
                     "type": "order.created",
-                    "data": {"object": {"id": f"ord_{n}", "amount": 4200}, "note": PADDING},
+                    "data": {"object": {"id": f"ord_{n}", "amount": 4200}},
                 },
                 separators=(",", ":"),
             )
