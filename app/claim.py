@@ -82,6 +82,9 @@ redis.call('HSET', job_key, 'created_at', job_stamp, 'enqueued_at', job_stamp,
            'data', job_data, 'description', description, 'meta', meta, CONSTANT_JOB_FIELDS)
 redis.call('SADD', queues_key, queue_key)
 redis.call('RPUSH', queue_key, job_id)
+-- A record left by an earlier delivery of this id (its dedupe key and job expired since)
+-- goes: its payload, settled time, error and format describe that delivery, not this one.
+redis.call('DEL', event_key)
 -- The job id follows from source and id, and JSON is the default format: neither is stored.
 redis.call('HSET', event_key, 'source', source, 'id', event_id, 'type', event_type,
            'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at)

@@ -103,6 +103,35 @@ def test_the_record_outlives_the_rq_job(harness: Harness, redis: Redis) -> None:
     assert json.loads(shown["payload"])["id"] == "evt_3"
 
 
+def test_a_new_delivery_after_the_dedupe_window_starts_a_fresh_record(
+    harness: Harness, redis: Redis
+) -> None:
+    url = harness.settings.redis_url
+
+    @handler("inbound", "order.created")
+    def fails_once(event: Event) -> None:
+        if Redis.from_url(url).delete("fail-once"):
+            raise RuntimeError("first attempt fails")
+
+    redis.set("fail-once", 1)
+    harness.event("evt_r", note="first")
+    harness.drain()
+    settled = record(redis, "evt_r")
+    assert (settled["status"], settled["attempts"]) == ("done", "2")
+    assert {"payload", "settled_at", "last_error"} <= set(settled)
+    redis.hset("webhook:event:inbound:evt_r", "format", "form")  # as a form delivery leaves
+    # The dedupe window and RQ's finished job both expire; the provider delivers the id again.
+    redis.delete("webhook:seen:inbound:evt_r", "rq:job:" + job_id_for("inbound", "evt_r"))
+    assert harness.event("evt_r", note="second").json()["status"] == "accepted"
+    fresh = record(redis, "evt_r")
+    assert set(fresh) == {"source", "id", "type", "status", "attempts", "received_at"}
+    assert (fresh["status"], fresh["attempts"]) == ("queued", "0")
+    assert float(fresh["received_at"]) >= float(settled["settled_at"])
+    found = EventLedger(Keys("webhook", "webhooks"), redis).get("inbound", "evt_r")
+    assert found is not None and found.settled_at is None and found.payload_format == "json"
+    assert json.loads(found.payload or b"{}")["note"] == "second"
+
+
 def test_events_list_filters_by_source_status_and_time(harness: Harness, redis: Redis) -> None:
     @handler("inbound", "bad")
     def bad(event: Event) -> None:
