@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from app.jobstate import EventStatus
+from app.jobstate import PENDING, EventStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,24 +112,62 @@ class EnqueueKeys:
     queues_key: str
     # The ledger record to mark queued again; its own key when there is none to mark.
     event_key: str
+    # Where a replay looks for the job still alive (RQ's names; see `EnqueueArgs.replay`).
+    # Unused, and left empty, for a job id of its own (log-only mode).
+    intermediate_key: str = ""  # taken by a worker, not yet started
+    started_key: str = ""  # the started registry (members `<job id>:<execution id>`)
+    scheduled_key: str = ""  # waiting for a retry
+    executions_key: str = ""  # the job's executions
 
 
 @dataclass(frozen=True, slots=True)
 class EnqueueArgs:
     job_id: str
-    mark_queued: int  # 1: set the ledger record's status back to queued (a replay)
+    # 1: a replay of an event under its own job id. The script then enqueues only when
+    # nothing else will run it (else it answers 0), and marks the ledger record queued.
+    replay: int
 
+
+_PENDING = " or ".join(f"status == '{s}'" for s in sorted(PENDING))
 
 # Enqueues a job whose fields follow in ARGV: a log-only would-be duplicate (a job id of
 # its own), or an event re-run from the ledger (whose finished job's leftover hash goes).
+# A replay decides here, in the same atomic step as the enqueue, that the event's job will
+# not run otherwise: two replays, or a replay and a requeue, then never queue it twice, and
+# a running job's hash is never replaced under its worker. A job that is gone (while its
+# record still says pending: the job was lost) may be replayed.
 ENQUEUE = (
     script_prologue(EnqueueKeys, EnqueueArgs)
     + f"""
+if replay == '1' then
+  local status = redis.call('HGET', event_key, 'status')
+  if ({_PENDING}) and redis.call('EXISTS', job_key) == 1 then
+    return 0
+  end
+  if redis.call('LPOS', queue_key, job_id) or redis.call('LPOS', intermediate_key, job_id)
+     or redis.call('ZSCORE', scheduled_key, job_id)
+     or redis.call('EXISTS', executions_key) == 1 then
+    return 0
+  end
+  -- RQ's requeue of a failed job takes it out of the failed registry, then enqueues it in
+  -- a second round trip: in between, only the job's status says that it is coming back.
+  if redis.call('HGET', job_key, 'status') == 'failed' then
+    return 0
+  end
+  local cursor = '0'
+  repeat
+    local found = redis.call('ZSCAN', started_key, cursor, 'MATCH', job_id .. ':*', 'COUNT', 200)
+    if #found[2] > 0 then
+      return 0
+    end
+    cursor = found[1]
+  until cursor == '0'
+end
 redis.call('DEL', job_key)
 redis.call('HSET', job_key, unpack(ARGV, 3))
 redis.call('SADD', queues_key, queue_key)
 redis.call('RPUSH', queue_key, job_id)
-if mark_queued == '1' and redis.call('EXISTS', event_key) == 1 then
+if replay == '1' and redis.call('EXISTS', event_key) == 1 then
   redis.call('HSET', event_key, 'status', '{EventStatus.QUEUED}')
 end
 return 1

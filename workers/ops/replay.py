@@ -16,10 +16,13 @@ from typing import Any
 
 import httpx
 from redis import Redis
+from rq import Queue
+from rq.executions import ExecutionRegistry
 
-from app.intake import SyncIntake
-from app.jobstate import PENDING, EventStatus
-from app.keys import Keys
+from app.claim import EnqueueArgs, EnqueueKeys, call
+from app.intake import NewJob, SyncIntake
+from app.jobstate import EventStatus
+from app.keys import RQ_QUEUES_SET, Keys
 from app.providers.base import Delivery
 from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
@@ -147,12 +150,13 @@ class LedgerReplay:
         self.ledger = EventLedger(self.keys, redis)
         self.dead = DeadLetters(settings, redis)
         self.intake = SyncIntake(settings, redis)
+        self.queue = Queue(settings.webhook_queue, connection=redis)
 
     def replay(self, source: SourceConfig, record: LedgerRecord) -> Replayed:
         if self.dead.requeue(record.job_id, by=self.by):
             return Replayed.REQUEUED
-        if record.status in PENDING and self.redis.exists(self.keys.job(record.job_id)):
-            return Replayed.PENDING
+        # Whether it is still pending is for the enqueue script to say, atomically: the
+        # record was read earlier (`replay ledger` reads its whole window first).
         full = self.ledger.get(source.name, record.id)
         delivery = Delivery(
             event_id=record.id,
@@ -161,8 +165,25 @@ class LedgerReplay:
             payload_format=full.payload_format if full else "json",
         )
         raw = full.payload if full is not None and full.payload is not None else b""
-        self.intake.enqueue_again(self.intake.new_job(source, delivery, raw, record.received_at))
-        return Replayed.ENQUEUED
+        job = self.intake.new_job(source, delivery, raw, record.received_at)
+        return Replayed.ENQUEUED if self._enqueue(job) else Replayed.PENDING
+
+    def _enqueue(self, job: NewJob) -> bool:
+        """Enqueue the event again and mark its record queued, unless its job is still
+        queued, taken, running or waiting for a retry: the script decides that, atomically."""
+        keys = EnqueueKeys(
+            job_key=self.keys.job(job.job_id),
+            queue_key=self.queue.key,
+            queues_key=RQ_QUEUES_SET,
+            event_key=self.keys.event(job.call.source, job.call.event_id),
+            intermediate_key=self.queue.intermediate_queue_key,
+            started_key=self.queue.started_job_registry.key,
+            scheduled_key=self.queue.scheduled_job_registry.key,
+            executions_key=ExecutionRegistry(job.job_id, connection=self.redis).key,
+        )
+        fields = self.intake.job_hash.fields(job.call.args(), job.meta.to_meta(), job.description)
+        names, args = call(keys, EnqueueArgs(job.job_id, replay=1))
+        return bool(self.intake.enqueue_script(keys=names, args=[*args, *fields]))
 
 
 def replay_ledger(
