@@ -90,6 +90,22 @@ def test_replay_runs_a_done_event_again_from_its_stored_payload(site: Site) -> N
     assert float(site.harness.redis.hget(key, "settled_at") or 0) > first
 
 
+def test_an_event_whose_payload_is_stored_nowhere_is_not_replayed(site: Site) -> None:
+    site.harness.event("evt_gone")
+    site.harness.drain()
+    redis = site.harness.redis
+    redis.delete("rq:job:" + job_id_for("inbound", "evt_gone"))
+    redis.hdel("webhook:event:inbound:evt_gone", "payload")
+    response = site.client.post(
+        "/events/replay", data={"source": "inbound", "id": "evt_gone"}, auth=AUTH, headers=ORIGIN
+    )
+    assert "done=no-payload" in response.headers["Location"]
+    assert redis.llen("rq:queue:webhooks") == 0
+    assert "Not replayed: its payload is stored nowhere any more" in site.get(
+        response.headers["Location"]
+    )
+
+
 def test_a_pending_event_is_not_replayed(site: Site) -> None:
     site.harness.event("evt_waiting")
     page = site.get("/events/event", source="inbound", id="evt_waiting")

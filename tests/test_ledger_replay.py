@@ -4,6 +4,7 @@ once, or a replay next to a requeue queue it at most once."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -13,7 +14,8 @@ from redis import Redis
 
 from app.jobstate import EventStatus
 from app.keys import job_id_for
-from tests.conftest import Harness
+from app.settings import Settings
+from tests.conftest import Harness, webhooks
 from workers import Event, handler
 from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import LedgerRecord
@@ -35,7 +37,8 @@ def stale_record(replayer: LedgerReplay, event_id: str) -> LedgerRecord:
 
 @pytest.fixture
 def done(make_harness: Callable[..., Harness], redis: Redis) -> Harness:
-    """evt_done handled, and its finished job dropped (as RQ's result TTL does)."""
+    """evt_done settled (ignored: no handler), and its finished job dropped (as RQ's
+    result TTL does)."""
     harness = make_harness(webhook_max_retries=0)
     harness.event("evt_done")
     harness.drain()
@@ -151,3 +154,30 @@ def test_an_event_whose_record_says_pending_but_whose_job_is_lost_is_replayed(
     record = stale_record(replayer, "evt_done")
     assert replayer.replay(done.settings.sources["inbound"], record) is Replayed.ENQUEUED
     assert queued(redis) == [job_id_for("inbound", "evt_done")]
+
+
+def test_an_event_whose_payload_is_stored_nowhere_is_not_replayed_as_an_empty_body(
+    done: Harness, redis: Redis, cli_env: Callable[[Settings], None]
+) -> None:
+    # Its job is gone and its record holds no copy (an abandoned job's dead letter, purged).
+    redis.hdel(RECORD.format("evt_done"), "payload")
+    replayer = LedgerReplay(done.settings, redis)
+    record = stale_record(replayer, "evt_done")
+    assert replayer.replay(done.settings.sources["inbound"], record) is Replayed.NO_PAYLOAD
+    assert queued(redis) == [] and not redis.exists("rq:job:" + job_id_for("inbound", "evt_done"))
+    assert redis.hget(RECORD.format("evt_done"), "status") == b"ignored"  # as it was
+    cli_env(done.settings)
+    since = str(record.received_at - 1)
+    counts = json.loads(webhooks("replay", "ledger", "inbound", "--since", since, "--json").stdout)
+    assert counts == {
+        "fetched": 1,
+        "new": 0,
+        "already_had": 0,
+        "requeued": 0,
+        "enqueued": 0,
+        "pending": 0,
+        "no_payload": 1,
+    }
+    shown = webhooks("replay", "ledger", "inbound", "--since", since)
+    assert shown.exit_code == 0 and "no payload: 1" in shown.stdout
+    assert queued(redis) == []

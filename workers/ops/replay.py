@@ -137,6 +137,8 @@ class Replayed(StrEnum):
     REQUEUED = "requeued"  # a dead letter, back on the queue with a full budget
     PENDING = "pending"  # still queued, running or retrying: left alone
     ENQUEUED = "enqueued"  # its job was gone: enqueued again from the stored payload
+    # Its job is gone and its record holds no payload: nothing to run (not an empty body).
+    NO_PAYLOAD = "no_payload"
 
 
 class LedgerReplay:
@@ -158,14 +160,15 @@ class LedgerReplay:
         # Whether it is still pending is for the enqueue script to say, atomically: the
         # record was read earlier (`replay ledger` reads its whole window first).
         full = self.ledger.get(source.name, record.id)
+        if full is None or full.payload is None:
+            return Replayed.NO_PAYLOAD  # an empty body would only fail, as a new dead letter
         delivery = Delivery(
             event_id=record.id,
             event_type=record.type,
             headers={"x-webhook-replayed-from": "ledger"},
-            payload_format=full.payload_format if full else "json",
+            payload_format=full.payload_format,
         )
-        raw = full.payload if full is not None and full.payload is not None else b""
-        job = self.intake.new_job(source, delivery, raw, record.received_at)
+        job = self.intake.new_job(source, delivery, full.payload, record.received_at)
         return Replayed.ENQUEUED if self._enqueue(job) else Replayed.PENDING
 
     def _enqueue(self, job: NewJob) -> bool:
@@ -196,16 +199,17 @@ def replay_ledger(
     progress: Callable[[Counts], None],
 ) -> Counts:
     """Re-run stored events: dead letters are requeued with a full budget; events whose job
-    is gone are enqueued again from the stored payload; pending ones are left alone."""
+    is gone are enqueued again from the stored payload; pending ones are left alone; those
+    whose payload is stored nowhere are counted apart (neither new nor already had)."""
     replayer = LedgerReplay(settings, redis)
-    counts = Counts(extra={"requeued": 0, "enqueued": 0, "pending": 0})
+    counts = Counts(extra={"requeued": 0, "enqueued": 0, "pending": 0, "no_payload": 0})
     for record in replayer.ledger.find(source.name, status, since, until):
         counts.fetched += 1
         done = replayer.replay(source, record)
         counts.extra[str(done)] += 1
         if done is Replayed.PENDING:
             counts.already_had += 1
-            continue
-        counts.new += 1
+        elif done is not Replayed.NO_PAYLOAD:
+            counts.new += 1
         progress(counts)
     return counts

@@ -3,8 +3,8 @@
 - Requeue: a dead letter goes back on the queue with its full retry budget
   (`webhooks dead requeue JOB_ID`).
 - Replay: a stored event runs again: a dead letter is requeued, an event whose job is gone is
-  enqueued again from the stored payload, a pending one is left alone
-  (`webhooks replay ledger`).
+  enqueued again from the stored payload, a pending one is left alone, one whose payload is
+  stored nowhere is not replayed (`webhooks replay ledger`).
 Each answers with one of a few fixed outcomes; the page shows a fixed sentence for each, so
 nothing a sender wrote is ever reflected from the form.
 """
@@ -26,6 +26,7 @@ class Done(StrEnum):
     NOT_DEAD = "not-dead"
     ENQUEUED = "enqueued"
     PENDING = "pending"
+    NO_PAYLOAD = "no-payload"
     UNKNOWN = "unknown"
 
 
@@ -34,6 +35,8 @@ MESSAGES = {
     Done.NOT_DEAD: "Not requeued: this event is not a dead letter (any more).",
     Done.ENQUEUED: "Enqueued again from the stored payload.",
     Done.PENDING: "Not replayed: this event is still queued, running or waiting for a retry.",
+    Done.NO_PAYLOAD: "Not replayed: its payload is stored nowhere any more (RQ no longer has "
+    "its job, and its ledger record holds no copy).",
     Done.UNKNOWN: "No such event in the ledger (not received, or older than WEBHOOK_LEDGER_TTL).",
 }
 
@@ -50,4 +53,5 @@ def replay(settings: Settings, redis: Redis, record: LedgerRecord) -> Done:
         Replayed.REQUEUED: Done.REQUEUED,
         Replayed.ENQUEUED: Done.ENQUEUED,
         Replayed.PENDING: Done.PENDING,
+        Replayed.NO_PAYLOAD: Done.NO_PAYLOAD,
     }[done]
