@@ -58,6 +58,17 @@ def test_a_bad_field_is_named_without_echoing_it(site: Site) -> None:
     assert "Unknown status" in page and "<b>soon</b>" not in page
 
 
+def test_a_time_or_position_that_is_not_a_number_is_refused_not_a_500(site: Site) -> None:
+    site.harness.event("evt_a")
+    for name in ("since", "until"):
+        for value in ("nan", "inf", "-Infinity"):
+            page = site.get("/events", **{name: value})
+            assert f"{name}: expected ISO 8601" in page
+            assert site.rows(**{name: value}) == ["evt_a"]  # the bad field is left out
+    # A position this page never writes is ignored, like any other: the newest page.
+    assert site.rows(after="nan:x") == site.rows(after="inf:x") == ["evt_a"]
+
+
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search, "PAGE", 4)

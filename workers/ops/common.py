@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -83,18 +84,24 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
 
 
 def parse_time(value: str) -> float:
-    """Unix seconds, or ISO 8601 (a time without a zone is UTC)."""
+    """Unix seconds, or ISO 8601 (a time without a zone is UTC). Never NaN or infinite:
+    Python's float() takes "nan" and "inf", which Redis then refuses as a score."""
     text = value.strip()
+    error = click.BadParameter(
+        f"{value!r} is neither unix seconds nor an ISO 8601 time (2026-11-30T08:00:00Z)"
+    )
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise error
+        return seconds
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise click.BadParameter(
-            f"{value!r} is neither unix seconds nor an ISO 8601 time (2026-11-30T08:00:00Z)"
-        ) from None
+        raise error from None
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 

@@ -12,6 +12,7 @@ So a page costs about the same with a thousand records or a million.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -41,11 +42,13 @@ class Cursor:
 
     @classmethod
     def decode(cls, value: str) -> Cursor | None:
+        """None for anything this page did not write (a NaN or infinite score included)."""
         score, colon, member = value.partition(":")
         try:
-            return cls(float(score), member) if colon and member else None
+            position = float(score)
         except ValueError:
             return None
+        return cls(position, member) if colon and member and math.isfinite(position) else None
 
 
 @dataclass(frozen=True, slots=True)
