@@ -40,6 +40,16 @@ def test_the_event_page_shows_headers_payload_attempts_and_the_job(site: Site) -
     assert 'id="requeue"' in page
 
 
+def test_a_status_written_by_a_newer_version_is_shown_as_it_is(site: Site) -> None:
+    site.harness.event("evt_new")
+    site.harness.drain()
+    site.harness.redis.hset("webhook:event:inbound:evt_new", "status", "archived")
+    assert ">archived</span>" in site.get("/events")
+    assert ">archived</span>" in site.get("/events", id="evt_new")
+    assert ">archived</span>" in site.get("/events/event", source="inbound", id="evt_new")
+    assert site.rows(status="done") == []
+
+
 def test_an_unknown_event_or_source_is_a_404(site: Site) -> None:
     for params in ({"source": "inbound", "id": "nope"}, {"source": "other", "id": "x"}, {}):
         response = site.client.get("/events/event", query_string=params, auth=AUTH)

@@ -151,6 +151,17 @@ def test_events_list_filters_by_source_status_and_time(harness: Harness, redis: 
     assert future.stdout == "0 events\n"
 
 
+def test_a_status_written_by_a_newer_version_is_listed_as_it_is(
+    harness: Harness, redis: Redis
+) -> None:
+    harness.event("evt_new")
+    redis.hset("webhook:event:inbound:evt_new", "status", "archived")
+    listed = CliRunner().invoke(main, ["events", "list", "--json"])
+    assert [json.loads(x)["status"] for x in listed.stdout.splitlines()] == ["archived"]
+    shown = CliRunner().invoke(main, ["events", "show", "inbound", "evt_new"])
+    assert shown.exit_code == 0 and "archived" in shown.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

@@ -31,12 +31,17 @@ SUMMARY_FIELDS = (
 )
 
 
+_KNOWN = frozenset(str(status) for status in EventStatus)
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerRecord:
     source: str
     id: str
     type: str
-    status: EventStatus
+    # A status this version does not know (a newer one wrote it) stays its text: shown as
+    # it is, never taken for pending or settled.
+    status: EventStatus | str
     attempts: int
     received_at: float
     job_id: str
@@ -53,11 +58,12 @@ class LedgerRecord:
             return text(value) if value is not None else ""
 
         settled = field("settled_at")
+        status = field("status") or EventStatus.QUEUED
         return cls(
             source=field("source"),
             id=field("id"),
             type=field("type"),
-            status=EventStatus(field("status") or EventStatus.QUEUED),
+            status=EventStatus(status) if status in _KNOWN else status,
             attempts=int(field("attempts") or 0),
             received_at=float(field("received_at") or 0),
             # Records written before the job id was left out carry it.
