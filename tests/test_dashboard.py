@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from jinja2 import DictLoader, Environment
 from redis import Redis
 
 from app.keys import job_id_for
@@ -13,7 +14,12 @@ from app.settings import ConfigError, Settings
 from tests.conftest import AUTH, Harness
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
-from workers.ops.dashboard_guard import action_endpoints, escape_interpolations
+from workers.ops.dashboard_guard import (
+    TransformingLoader,
+    action_endpoints,
+    escape_interpolations,
+    escape_rq_dashboard,
+)
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 
 
@@ -193,3 +199,19 @@ def test_the_dashboard_serves_its_templates_escaped(
     client = create_dashboard(make_settings()).test_client()
     page = client.get("/0/view/workers", auth=AUTH).get_data(as_text=True)
     assert "<%- d.current_job.call_string %>" in page and "<%=" not in page
+
+
+def test_one_loader_transforms_the_templates_it_wraps_by_name() -> None:
+    inner = DictLoader({"rq_dashboard/a.html": "<%= x %>", "events/b.html": "<%= x %>"})
+    seen: list[str] = []
+
+    def upper(name: str, source: str) -> str:
+        seen.append(name)
+        return source.upper()
+
+    loader = TransformingLoader(TransformingLoader(inner, escape_rq_dashboard), upper)
+    environment = Environment(loader=loader)
+    assert environment.get_template("rq_dashboard/a.html").render() == "<%- X %>"
+    assert environment.get_template("events/b.html").render() == "<%= X %>"
+    assert seen == ["rq_dashboard/a.html", "events/b.html"]
+    assert loader.list_templates() == inner.list_templates()

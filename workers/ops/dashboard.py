@@ -20,8 +20,8 @@ from rq_dashboard.web import setup_rq_connection
 
 from app.logs import configure_logging
 from app.settings import ConfigError, Settings
-from workers.ops.dashboard_guard import ActionGuard, EscapingLoader
-from workers.ops.dashboard_pages import EditingLoader, readable_job_info
+from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
+from workers.ops.dashboard_pages import edit_template, readable_job_info
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page import events_blueprint
 
@@ -46,7 +46,9 @@ def create_dashboard(settings: Settings) -> Flask:
     app.config["RQ_DASHBOARD_REDIS_URL"] = settings.redis_url
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
     setup_rq_connection(app)
-    app.jinja_env.loader = EditingLoader(EscapingLoader(app.jinja_env.loader))  # type: ignore[arg-type]
+    # rq-dashboard's templates escaped first, then edited (the edits anchor on `<%- %>`).
+    escaped = TransformingLoader(app.jinja_env.loader, escape_rq_dashboard)  # type: ignore[arg-type]
+    app.jinja_env.loader = TransformingLoader(escaped, edit_template)
     readable_job_info(app)
 
     def connection() -> Redis:

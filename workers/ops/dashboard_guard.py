@@ -3,8 +3,9 @@
 rq-dashboard 0.9 has three holes this module closes:
 - Its pages build HTML with underscore templates whose `<%= %>` inserts text unescaped: job
   ids, descriptions, call strings (the job's arguments), error messages, metadata, queue
-  and worker names. `EscapingLoader` rewrites every such template as it is loaded so that
-  each value goes through `<%- %>` (underscore's escaping form): every page, every value.
+  and worker names. `escape_rq_dashboard` rewrites every such template as it is loaded
+  (through a `TransformingLoader`) so that each value goes through `<%- %>` (underscore's
+  escaping form): every page, every value.
 - Its actions (requeue, delete, empty, compact) trust any request that carries the login,
   and browsers attach a Basic login to cross-site requests by themselves: a page on
   another origin could empty the dead letters, and requeue-all even answers GET, so an
@@ -47,19 +48,24 @@ def escape_interpolations(source: str) -> str:
     return _DIV_TEXT_HTML.sub(r"<%- \1 %>", source).replace(_RAW, "<%-")
 
 
-class EscapingLoader(BaseLoader):
-    """Serves rq-dashboard's templates with every underscore interpolation escaped."""
+def escape_rq_dashboard(name: str, source: str) -> str:
+    """rq-dashboard's own templates with every underscore interpolation escaped; others as
+    they are."""
+    return escape_interpolations(source) if name.startswith("rq_dashboard/") else source
 
-    def __init__(self, inner: BaseLoader) -> None:
+
+class TransformingLoader(BaseLoader):
+    """Serves the templates of the loader it wraps through `transform(name, source)`."""
+
+    def __init__(self, inner: BaseLoader, transform: Callable[[str, str], str]) -> None:
         self.inner = inner
+        self.transform = transform
 
     def get_source(
         self, environment: Environment, template: str
     ) -> tuple[str, str | None, Callable[[], bool] | None]:
         source, filename, uptodate = self.inner.get_source(environment, template)
-        if template.startswith("rq_dashboard/"):
-            source = escape_interpolations(source)
-        return source, filename, uptodate
+        return self.transform(template, source), filename, uptodate
 
     def list_templates(self) -> list[str]:
         return self.inner.list_templates()

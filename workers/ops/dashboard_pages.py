@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, jsonify
-from jinja2 import BaseLoader, Environment
 
 from app.formats import iso
 from app.jobstate import JobMeta
@@ -48,22 +46,6 @@ def edit_template(name: str, source: str) -> str:
             if count != 1:
                 raise TemplateEditMissing(f"{name}: {pattern!r} matched {count} times")
     return source
-
-
-class EditingLoader(BaseLoader):
-    """Serves templates through `edit_template` (after the loader it wraps)."""
-
-    def __init__(self, inner: BaseLoader) -> None:
-        self.inner = inner
-
-    def get_source(
-        self, environment: Environment, template: str
-    ) -> tuple[str, str | None, Callable[[], bool] | None]:
-        source, filename, uptodate = self.inner.get_source(environment, template)
-        return edit_template(template, source), filename, uptodate
-
-    def list_templates(self) -> list[str]:
-        return self.inner.list_templates()
 
 
 def readable_metadata(meta: dict[str, Any]) -> str:
