@@ -6,8 +6,11 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -98,3 +101,40 @@ def assert_nothing_ran(driver: object, page: str) -> None:
         f"return document.querySelectorAll({INJECTED!r}).length"
     )
     assert injected == 0, page
+
+
+@dataclass
+class OtherOrigin:
+    """A page on another origin than the dashboard's, as an attacker's site would be. The
+    test writes its `html` once it knows what to aim at, then opens `url`."""
+
+    url: str = ""
+    html: str = ""
+
+
+def other_origin() -> Iterator[OtherOrigin]:
+    """Serves `OtherOrigin.html` at its url until the test ends; then stops the server and
+    closes its socket."""
+    site = OtherOrigin()
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(site.html.encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    # "localhost", not 127.0.0.1: another origin for the browser even on the same machine.
+    site.url = f"http://localhost:{server.server_address[1]}/"
+    try:
+        yield site
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

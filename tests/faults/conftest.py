@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.faults.browser import chromium
+from tests.faults.browser import OtherOrigin, chromium, other_origin
 from workers.dev.redis_server import RedisServer
 
 
@@ -20,3 +20,9 @@ def own_redis(make_redis: Callable[..., RedisServer]) -> RedisServer:
 def browser() -> Iterator[object]:
     """Headless Chromium; the tests that need it fail under CI=true when it is missing."""
     yield from chromium()
+
+
+@pytest.fixture
+def attacker() -> Iterator[OtherOrigin]:
+    """A page on another origin, served until the test ends."""
+    yield from other_origin()

@@ -4,10 +4,8 @@ is markup that sets `window.__xss` if any page inserts it as HTML."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
@@ -18,7 +16,14 @@ from rq.job import Job
 from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
-from tests.faults.browser import assert_nothing_ran, document_status, log_in, markup, page_text
+from tests.faults.browser import (
+    OtherOrigin,
+    assert_nothing_ran,
+    document_status,
+    log_in,
+    markup,
+    page_text,
+)
 from tests.processes import Process, Stack, send, wait_http, wait_until
 from workers.dev.redis_server import RedisServer
 
@@ -57,15 +62,10 @@ def plant_hostile_rq_data(redis: Redis) -> dict[str, str]:
     return {"queued": queued.id, "canceled": canceled.id}
 
 
-class AttackerPage(BaseHTTPRequestHandler):
+def attacker_page(dashboard: str, job: str) -> str:
     """Another origin's page that fires every state-changing request it can at the dashboard."""
-
-    dashboard = ""
-    dead_job = ""
-
-    def do_GET(self) -> None:
-        d, job = self.dashboard, self.dead_job
-        page = f"""<!doctype html><html><body>
+    d = dashboard
+    return f"""<!doctype html><html><body>
         <img src="{d}/requeue/webhooks">
         <img src="{d}/job/{job}/requeue">
         <iframe name="sink"></iframe>
@@ -80,22 +80,6 @@ class AttackerPage(BaseHTTPRequestHandler):
           setTimeout(() => document.getElementById("delete").submit(), 300);
           setTimeout(() => document.title = "fired", 1500);
         </script></body></html>"""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(page.encode())
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def attacker() -> Iterator[tuple[str, type[AttackerPage]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), AttackerPage)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    # "localhost", not 127.0.0.1: another origin for the browser even on the same machine.
-    yield f"http://localhost:{server.server_address[1]}/", AttackerPage
-    server.shutdown()
 
 
 @pytest.mark.timeout(240)
@@ -104,7 +88,7 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     redis_server: RedisServer,
     redis: Redis,
     make_stack: Callable[..., Stack],
-    attacker: tuple[str, type[AttackerPage]],
+    attacker: OtherOrigin,
 ) -> None:
     from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -166,9 +150,8 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     driver.save_screenshot(str(dashboard.log.parent / "dashboard-workers.png"))
 
     # An attacker's page on another origin fires every action it can: nothing happens.
-    url, page_class = attacker
-    page_class.dashboard, page_class.dead_job = dashboard.url, dead
-    driver.get(url)
+    attacker.html = attacker_page(dashboard.url, dead)
+    driver.get(attacker.url)
     wait_until(lambda: driver.title == "fired", 20, "the attacker's page to fire")
     time.sleep(1)
     assert redis.zscore("rq:failed:webhooks", dead) is not None

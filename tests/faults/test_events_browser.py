@@ -5,10 +5,8 @@ text; a page on another origin cannot requeue; and a screenshot that shows the d
 from __future__ import annotations
 
 import html
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
@@ -17,7 +15,7 @@ from redis import Redis
 from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
-from tests.faults.browser import assert_nothing_ran, log_in, markup, page_text
+from tests.faults.browser import OtherOrigin, assert_nothing_ran, log_in, markup, page_text
 from tests.faults.png import colours
 from tests.processes import Stack, send, wait_http, wait_until
 from workers.dev.redis_server import RedisServer
@@ -31,44 +29,23 @@ def hex_colour(value: str) -> tuple[int, int, int]:
     return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
 
 
-class Attacker(BaseHTTPRequestHandler):
+def attacker_page(dashboard: str, event_id: str, source: str = "inbound") -> str:
     """A page on another origin that posts the Events page's actions with the login the
     browser holds: a form, and a no-cors fetch."""
-
-    target = ""
-    source = "inbound"
-    event_id = ""
-
-    def do_GET(self) -> None:
-        action = f"{self.target}/events/requeue"
-        page = f"""<!doctype html><html><body>
+    action = f"{dashboard}/events/requeue"
+    return f"""<!doctype html><html><body>
         <iframe name="sink"></iframe>
         <form id="f" method="post" action="{action}" target="sink">
-          <input type="hidden" name="source" value="{self.source}">
-          <input type="hidden" name="id" value="{html.escape(self.event_id)}">
+          <input type="hidden" name="source" value="{source}">
+          <input type="hidden" name="id" value="{html.escape(event_id)}">
         </form>
         <script>
           document.getElementById("f").submit();
           fetch("{action}", {{method: "POST", mode: "no-cors", credentials: "include",
-            body: new URLSearchParams({{source: "{self.source}", id: decodeURIComponent(
-            "{quote(self.event_id)}")}})}});
+            body: new URLSearchParams({{source: "{source}", id: decodeURIComponent(
+            "{quote(event_id)}")}})}});
           setTimeout(() => document.title = "fired", 1000);
         </script></body></html>"""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(page.encode())
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def attacker() -> Iterator[tuple[str, type[Attacker]]]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://localhost:{server.server_address[1]}/", Attacker
-    server.shutdown()
 
 
 @pytest.mark.timeout(180)
@@ -77,7 +54,7 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     redis_server: RedisServer,
     redis: Redis,
     make_stack: Callable[..., Stack],
-    attacker: tuple[str, type[Attacker]],
+    attacker: OtherOrigin,
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.remote.webdriver import WebDriver
@@ -140,9 +117,8 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     driver.save_screenshot(str(dashboard.log.parent / "event.png"))
 
     # Another origin's page posts the requeue with the browser's login: refused.
-    url, page = attacker
-    page.target, page.event_id = dashboard.url, HOSTILE_ID
-    driver.get(url)
+    attacker.html = attacker_page(dashboard.url, HOSTILE_ID)
+    driver.get(attacker.url)
     wait_until(lambda: driver.title == "fired", 20, "the attacker's page")
     time.sleep(0.5)
     assert redis.zscore("rq:failed:webhooks", dead) is not None
