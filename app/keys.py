@@ -8,11 +8,9 @@ script must touch them in the same atomic step, and a test checks they match RQ'
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 RQ_QUEUES_SET = "rq:queues"
-_JOB_ID_SAFE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def job_id_for(source: str, event_id: str) -> str:
@@ -24,10 +22,6 @@ def job_id_for(source: str, event_id: str) -> str:
     """
     digest = hashlib.blake2b(event_id.encode(), digest_size=16).hexdigest()
     return f"{source}-{digest}"
-
-
-def is_job_id(value: str) -> bool:
-    return bool(_JOB_ID_SAFE.match(value))
 
 
 @dataclass(frozen=True, slots=True)
