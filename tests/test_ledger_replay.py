@@ -8,9 +8,12 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from redis import Redis
+from rq import Queue
+from rq.job import Job
 
 from app.jobstate import EventStatus
 from app.keys import job_id_for
@@ -63,6 +66,35 @@ def test_a_replay_from_a_stale_read_leaves_an_event_requeued_meanwhile_alone(
     job_id = job_id_for("inbound", "evt_x")
     assert DeadLetters(harness.settings, redis).requeue(job_id, by="dashboard")
     assert replayer.replay(harness.settings.sources["inbound"], stale) is Replayed.PENDING
+    assert queued(redis) == [job_id]
+
+
+def test_a_replay_in_the_middle_of_rqs_requeue_is_refused(
+    make_harness: Callable[..., Harness], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RQ's requeue (ours, and rq-dashboard's button) takes the job out of the failed
+    registry, then enqueues it in a second round trip: a replay in between sees neither."""
+    harness = make_harness(webhook_max_retries=0)
+
+    @handler("inbound", "order.created")
+    def boom(event: Event) -> None:
+        raise RuntimeError("no")
+
+    harness.event("evt_x")
+    harness.drain()
+    stale = stale_record(LedgerReplay(harness.settings, redis), "evt_x")
+    job_id = job_id_for("inbound", "evt_x")
+    enqueue, answers = Queue._enqueue_job, []
+
+    def replay_first(queue: Queue, job: Job, *args: Any, **kwargs: Any) -> Job:
+        assert redis.zscore("rq:failed:webhooks", job_id) is None  # out of the registry
+        replayer = LedgerReplay(harness.settings, redis)
+        answers.append(replayer.replay(harness.settings.sources["inbound"], stale))
+        return enqueue(queue, job, *args, **kwargs)
+
+    monkeypatch.setattr(Queue, "_enqueue_job", replay_first)
+    assert DeadLetters(harness.settings, redis).requeue(job_id, by="dashboard")
+    assert answers == [Replayed.PENDING]
     assert queued(redis) == [job_id]
 
 
