@@ -82,7 +82,10 @@ class SnsVerifier(Verifier):
 
     async def check_async(self, request: Inbound) -> Delivery:
         message = parse_json_value(request.body)
-        if not isinstance(message, dict) or message.get("Type") not in SIGNED:
+        # Read before the signature is checked: every value is the sender's choice of
+        # JSON type, so each is checked to be a string before it is looked up or used.
+        kind = message.get("Type") if isinstance(message, dict) else None
+        if not isinstance(kind, str) or kind not in SIGNED:
             raise InvalidSignature("not a signed SNS message")
         keys = SIGNED[message["Type"]]
         needed = [k for k in keys if k != "Subject"] + ["Signature", "SigningCertURL"]
@@ -90,7 +93,8 @@ class SnsVerifier(Verifier):
             message.get("Subject", ""), str
         ):
             raise InvalidSignature("SNS message lacks a signed field")
-        algorithm = HASHES.get(message.get("SignatureVersion", ""))
+        version = message.get("SignatureVersion")
+        algorithm = HASHES.get(version) if isinstance(version, str) else None
         signature = b64decode(message["Signature"])
         certificate_url = message["SigningCertURL"]
         if algorithm is None or not signature:
