@@ -296,3 +296,14 @@ def test_a_malformed_allow_list_entry_stops_startup(
 ) -> None:
     with pytest.raises(ConfigError, match=r"^WEBHOOK_FETCH_ALLOW: "):
         make_settings(webhook_fetch_allow=entry)
+
+
+def test_the_fake_key_server_stops_and_closes_its_socket() -> None:
+    # What the session fixture does at the end (`conftest.py`); the next use starts anew.
+    port = int(fake_keys.url().rsplit(":", 1)[1])
+    fake_keys.stop()
+    with socket.socket() as probe, pytest.raises(ConnectionRefusedError):
+        probe.connect(("127.0.0.1", port))
+    fake_keys.stop()  # stopping a stopped server is nothing
+    key = s.sns_key("after-restart")
+    assert key.material.url.startswith(fake_keys.url())
