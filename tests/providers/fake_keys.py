@@ -3,8 +3,8 @@ reaches the internet. One HTTP server on 127.0.0.1 for the whole session, starte
 use and stopped at the session's end (`conftest.py`); tests allow it with
 `WEBHOOK_FETCH_ALLOW=http://127.0.0.1:*`.
 
-- `GET /sns/<seed>.pem`: the certificate of a test "SNS" key (self-signed, like the
-  signing certificates SNS serves, CN sns.amazonaws.com).
+- `GET /SimpleNotificationService-<md5 of seed>.pem`: the certificate of a test "SNS" key
+  (self-signed, like the signing certificates SNS serves, CN sns.amazonaws.com).
 - `GET /sns/confirm?Token=...`: a SubscribeURL; the tokens it saw are kept.
 - `POST /webhook_verification_key/get`: Plaid's key endpoint, checking the credentials.
 - `fail` makes every answer a 500 (a key server down).
@@ -136,7 +136,9 @@ def certificate(seed: str) -> Certificate:
             .not_valid_after(now + timedelta(days=30))
             .sign(private, hashes.SHA256())
         )
-        path = f"/sns/SimpleNotificationService-{seed}.pem"
+        # The path AWS serves certificates at, the only one the receiver fetches.
+        name = hashlib.md5(seed.encode()).hexdigest()  # a name, not a digest
+        path = f"/SimpleNotificationService-{name}.pem"
         STATE.certificates[path] = cert.public_bytes(serialization.Encoding.PEM)
         _certificates[seed] = Certificate(private, url() + path)
     return _certificates[seed]

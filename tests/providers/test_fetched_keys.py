@@ -157,12 +157,81 @@ def test_a_key_server_that_never_answers_is_503_within_the_timeout(
         silent.listen()
         key = s.sns_key("silent")
         message = fake_keys.sns_message(key.material, "m-1", int(time.time()))
-        message["SigningCertURL"] = f"http://127.0.0.1:{silent.getsockname()[1]}/cert.pem"
+        message["SigningCertURL"] = (
+            f"http://127.0.0.1:{silent.getsockname()[1]}/SimpleNotificationService-{'0' * 32}.pem"
+        )
         # The URL is not signed data, so the changed one still reaches the fetch.
         client = sns_client(make_client, key, webhook_fetch_timeout=0.5)
         started = time.monotonic()
         response = client.post("/webhooks/sns", content=json.dumps(message).encode())
     assert response.status_code == 503 and time.monotonic() - started < 3
+
+
+def certificate_url_variants(good: str) -> dict[str, str]:
+    """The URL of a real certificate, changed in ways that name it (or nothing) anew."""
+    origin, path = good[: good.index("/", 8)], good[good.index("/", 8) :]
+    port = origin.rsplit(":", 1)[1]
+    name = path.removeprefix("/SimpleNotificationService-").removesuffix(".pem")
+    return {
+        "query": good + "?n=1",
+        "empty query": good + "?",
+        "fragment": good + "#x",
+        "empty fragment": good + "#",
+        "user info": good.replace("http://", "http://user@"),
+        "port with a leading zero": good.replace(f":{port}", f":0{port}"),
+        "upper-case scheme": good.replace("http://", "HTTP://"),
+        "another directory": f"{origin}/sns{path}",
+        "double slash": f"{origin}/{path}",
+        "upper-case hex": f"{origin}/SimpleNotificationService-{name.upper()}.pem",
+        "31 hex digits": f"{origin}/SimpleNotificationService-{name[:31]}.pem",
+        "percent-encoded": f"{origin}/SimpleNotificationService-%{ord(name[0]):02x}{name[1:]}.pem",
+        "trailing slash": good + "/",
+        "parameters": good + ";x",
+        "not a .pem": good.removesuffix(".pem") + ".txt",
+    }
+
+
+def test_an_sns_certificate_url_off_awss_one_form_is_401_and_fetches_nothing(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # SigningCertURL is not signed: anyone can send any URL, and each new spelling was a new
+    # cache key, so a new fetch (`?n=<i>`).
+    key = s.sns_key("url-forms")
+    client = sns_client(make_client, key)
+    message = fake_keys.sns_message(key.material, "m-url", int(time.time()))
+    before = len(fake_keys.STATE.hits)
+    for name, variant in certificate_url_variants(key.material.url).items():
+        body = json.dumps({**message, "SigningCertURL": variant}).encode()
+        response = client.post("/webhooks/sns", content=body)
+        assert response.status_code == 401, (name, response.text)
+    assert fake_keys.STATE.hits[before:] == []
+    assert post(client, "sns", s.Request(json.dumps(message).encode(), {}, "m-url")).json() == {
+        "status": "accepted",
+        "id": "m-url",
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "status"),
+    [
+        ({"TopicArn": "arn:aws:sns:us-east-1:999999999999:orders"}, 401),
+        ({"Timestamp": "2020-01-01T00:00:00.000Z"}, 400),
+        ({"Timestamp": "soon"}, 401),
+        ({"Type": "Surprise"}, 401),
+    ],
+)
+def test_sns_refuses_a_topic_a_timestamp_or_a_type_before_fetching_the_certificate(
+    change: dict[str, str], status: int, make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.sns_key("never-fetched-" + "-".join(change))  # not cached by any client
+    fields = {k: v for k, v in change.items() if k != "Type"}
+    message = fake_keys.sns_message(key.material, "m-pre", int(time.time()), **fields)
+    before = len(fake_keys.STATE.hits)
+    response = sns_client(make_client, key).post(
+        "/webhooks/sns", content=json.dumps({**message, **change}).encode()
+    )
+    assert response.status_code == status, response.text
+    assert fake_keys.STATE.hits[before:] == []
 
 
 def test_sns_needs_its_topics(make_settings: Callable[..., Any]) -> None:
