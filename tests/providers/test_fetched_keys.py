@@ -4,6 +4,7 @@ an acceptance. The key servers are local fakes (`fake_keys`)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import socket
@@ -293,15 +294,57 @@ def test_an_unknown_plaid_key_id_is_remembered_briefly(
 ) -> None:
     key = s.plaid_key("k1")
     client = make_client(**PLAID.config(key))
-    token = jwt.encode(
-        {"iat": int(time.time())},
-        key.material.private,
-        algorithm="ES256",
-        headers={"kid": "kid-ghost"},
-    )
+    token = plaid_token(replace(key.material, kid="kid-ghost"), b"{}")
     before = len(fake_keys.STATE.hits)
     for _ in range(3):
         client.post("/webhooks/plaid", content=b"{}", headers={"Plaid-Verification": token})
+    assert len(fake_keys.STATE.hits) - before == 1
+
+
+def forge(header: dict[str, Any], claims: dict[str, Any]) -> str:
+    """A token with this header and these claims and a signature of the right length."""
+
+    def part(raw: bytes) -> str:
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    return ".".join(
+        part(p) for p in (json.dumps(header).encode(), json.dumps(claims).encode(), b"\x01" * 64)
+    )
+
+
+def test_plaid_checks_the_token_before_fetching_its_key(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # The kid exists on the (fake) key server, so a fetch would succeed: only the checks
+    # of the unverified header and claims stop it. Each fetch is a call to Plaid's API
+    # with our credentials.
+    key = s.plaid_key("pre-checked")
+    client = make_client(**PLAID.config(key))
+    body = b'{"webhook_type": "ITEM", "webhook_code": "ERROR"}'
+    now = int(time.time())
+    good_claims = {"iat": now, "request_body_sha256": hashlib.sha256(body).hexdigest()}
+    good_header = {"alg": "ES256", "kid": key.material.kid, "typ": "JWT"}
+    refused = {
+        "another body's hash": (good_header, {**good_claims, "request_body_sha256": "0" * 64}),
+        "no body hash": (good_header, {"iat": now}),
+        "old iat": (good_header, {**good_claims, "iat": now - 3600}),
+        "future iat": (good_header, {**good_claims, "iat": now + 3600}),
+        "no iat": (good_header, {"request_body_sha256": good_claims["request_body_sha256"]}),
+        "HS256": ({**good_header, "alg": "HS256"}, good_claims),
+        "kid with a slash": ({**good_header, "kid": "kid/../x"}, good_claims),
+        "kid too long": ({**good_header, "kid": "k" * 101}, good_claims),
+        "kid not text": ({**good_header, "kid": ["kid"]}, good_claims),
+    }
+    before = len(fake_keys.STATE.hits)
+    for name, (header, claims) in refused.items():
+        response = client.post(
+            "/webhooks/plaid", content=body, headers={"Plaid-Verification": forge(header, claims)}
+        )
+        assert response.status_code in (400, 401), (name, response.text)
+    assert fake_keys.STATE.hits[before:] == []
+    # The same checks pass a real token, which then fetches its key once.
+    signed = {"Plaid-Verification": plaid_token(key.material, body)}
+    assert client.post("/webhooks/plaid", content=body, headers=signed).status_code == 200
     assert len(fake_keys.STATE.hits) - before == 1
 
 
