@@ -155,6 +155,8 @@ class PlaidVerifier(Verifier):
         }
         fetch = Fetch(f"{self.api}/webhook_verification_key/get", credentials)
         try:
-            return await self.fetcher.load(f"plaid:{self.api}:{kid}", fetch, load_jwk)
+            return await self.fetcher.load(
+                f"plaid:{self.api}:{kid}", fetch, load_jwk, source=self.source.name
+            )
         except KeyRefused:
             raise InvalidSignature("unknown verification key") from None

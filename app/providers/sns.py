@@ -133,7 +133,10 @@ class SnsVerifier(Verifier):
         check_window(sent, request.now, self.tolerance, future_too=True)
         try:
             key = await self.fetcher.load(
-                certificate_url, Fetch(certificate_url), load_certificate_key
+                certificate_url,
+                Fetch(certificate_url),
+                load_certificate_key,
+                source=self.source.name,
             )
             key.verify(signature, string_to_sign(message), padding.PKCS1v15(), algorithm())
         except (KeyRefused, BadSignature):

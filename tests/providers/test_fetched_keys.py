@@ -4,6 +4,7 @@ an acceptance. The key servers are local fakes (`fake_keys`)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import jwt
 import pytest
@@ -19,12 +21,12 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 
-from app.keyfetch import KeyFetcher
-from app.providers.sns import string_to_sign
+from app.keyfetch import Fetch, KeyFetcher, KeyRefused, KeyUnavailable
+from app.providers.sns import load_certificate_key, string_to_sign
 from app.settings import DEFAULT_FETCH_ALLOW, ConfigError
 from tests.providers import fake_keys
 from tests.providers import signing as s
-from tests.providers.cases import BY_NAME
+from tests.providers.cases import BY_NAME, FETCH_ALLOW_LOCAL
 
 ClientFactory = Callable[..., TestClient]
 SNS, PLAID = BY_NAME["sns"], BY_NAME["plaid"]
@@ -376,6 +378,133 @@ def test_plaid_needs_its_client_id_and_an_allowed_api(make_settings: Callable[..
         ConfigError, match=r"^WEBHOOK_API_BASE_PLAID: origin not on WEBHOOK_FETCH_ALLOW"
     ):
         make_settings(**PLAID.config(key, webhook_fetch_allow="https://production.plaid.com"))
+
+
+ACCEPTED = 200
+
+
+def test_a_flood_of_unknown_sns_certificates_makes_at_most_ten_fetches(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # Well-formed messages on our topic, each naming a certificate of its own: the fetch
+    # is the only thing that can refuse them, so it is what the budget bounds.
+    key = s.sns_key("flood-known")
+    client = sns_client(make_client, key)
+    now = int(time.time())
+    before = len(fake_keys.STATE.hits)
+    # The first of the minute's ten fetches: this certificate, cached.
+    assert post(client, "sns", s.sign_sns(key, "m-before", now)).status_code == ACCEPTED
+    statuses = []
+    for n in range(40):
+        message = fake_keys.sns_message(key.material, f"m-flood-{n}", now)
+        message["SigningCertURL"] = f"{fake_keys.url()}/SimpleNotificationService-{n:032x}.pem"
+        statuses.append(client.post("/webhooks/sns", content=json.dumps(message)).status_code)
+    assert len(fake_keys.STATE.hits) - before == 10
+    assert statuses == [401] * 9 + [503] * 31
+    # The certificate cached before the flood still verifies, without a fetch.
+    response = post(client, "sns", s.sign_sns(key, "m-after", now))
+    assert response.json() == {"status": "accepted", "id": "m-after"}
+    # A certificate never seen waits for the minute to pass: a 503, which SNS retries.
+    other = s.sns_key("flood-new")
+    assert post(client, "sns", s.sign_sns(other, "m-new", now)).status_code == 503
+    assert len(fake_keys.STATE.hits) - before == 10
+
+
+def test_a_flood_of_unknown_plaid_key_ids_makes_at_most_ten_fetches(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.plaid_key("flood-plaid")
+    client = make_client(**PLAID.config(key))
+    now = int(time.time())
+    before = len(fake_keys.STATE.hits)
+    # The first of the minute's ten fetches: this key, cached.
+    assert post(client, "plaid", s.sign_plaid(key, "item-before", now)).status_code == ACCEPTED
+    body = b'{"webhook_type": "ITEM", "webhook_code": "ERROR"}'
+    statuses = []
+    for n in range(40):
+        # Well-formed, for this body, fresh: only Plaid can say the key does not exist.
+        token = plaid_token(replace(key.material, kid=f"kid-flood-{n}"), body)
+        headers = {"Plaid-Verification": token}
+        statuses.append(client.post("/webhooks/plaid", content=body, headers=headers).status_code)
+    assert len(fake_keys.STATE.hits) - before == 10
+    assert statuses == [401] * 9 + [503] * 31
+    # A key id Plaid refused stays refused (401) without a fetch, and the key cached
+    # before the flood still verifies.
+    token = plaid_token(replace(key.material, kid="kid-flood-0"), body)
+    headers = {"Plaid-Verification": token}
+    assert client.post("/webhooks/plaid", content=body, headers=headers).status_code == 401
+    assert post(client, "plaid", s.sign_plaid(key, "item-after", now)).status_code == ACCEPTED
+    assert len(fake_keys.STATE.hits) - before == 10
+
+
+def local_fetcher(**options: Any) -> KeyFetcher:
+    return KeyFetcher([FETCH_ALLOW_LOCAL], 2.0, **options)
+
+
+def certificate_url(n: int) -> str:
+    return f"{fake_keys.url()}/SimpleNotificationService-{n:032x}.pem"
+
+
+async def load_certificate(fetcher: KeyFetcher, url: str, source: str = "sns") -> object:
+    return await fetcher.load(url, Fetch(url), load_certificate_key, source=source)
+
+
+def test_refused_keys_never_push_good_keys_out_of_the_cache() -> None:
+    good = s.sns_key("good-stays").material.url
+    fetcher = local_fetcher(capacity=2, refused_capacity=3, new_keys=1000)
+
+    async def scenario() -> list[str]:
+        await load_certificate(fetcher, good)
+        for n in range(20):
+            with pytest.raises(KeyRefused):
+                await load_certificate(fetcher, certificate_url(n))
+        before = len(fake_keys.STATE.hits)
+        await load_certificate(fetcher, good)  # still cached
+        with pytest.raises(KeyRefused):  # remembered: one of the last three refused
+            await load_certificate(fetcher, certificate_url(19))
+        with pytest.raises(KeyRefused):  # forgotten: the refusals' own cache is small
+            await load_certificate(fetcher, certificate_url(0))
+        return fake_keys.STATE.hits[before:]
+
+    assert asyncio.run(scenario()) == [urlsplit(certificate_url(0)).path]
+
+
+def test_the_least_recently_used_good_key_goes_first() -> None:
+    a, b, c = (s.sns_key(f"lru-{n}").material.url for n in "abc")
+    fetcher = local_fetcher(capacity=2)
+
+    async def scenario() -> list[str]:
+        for url in (a, b, a, c):  # a is used again, so b is the one to go
+            await load_certificate(fetcher, url)
+        before = len(fake_keys.STATE.hits)
+        await load_certificate(fetcher, a)
+        await load_certificate(fetcher, b)
+        return fake_keys.STATE.hits[before:]
+
+    assert asyncio.run(scenario()) == [urlsplit(b).path]
+
+
+def test_the_budget_of_new_keys_is_per_source_and_comes_back_after_its_window() -> None:
+    fetcher = local_fetcher(new_keys=2, per=0.5)
+
+    async def scenario() -> None:
+        for n in range(2):
+            with pytest.raises(KeyRefused):
+                await load_certificate(fetcher, certificate_url(100 + n), "a")
+        before = len(fake_keys.STATE.hits)
+        with pytest.raises(KeyUnavailable):
+            await load_certificate(fetcher, certificate_url(102), "a")
+        assert fake_keys.STATE.hits[before:] == []
+        with pytest.raises(KeyRefused):  # another source has its own budget
+            await load_certificate(fetcher, certificate_url(103), "b")
+        with pytest.raises(KeyRefused):  # a remembered refusal costs nothing
+            await load_certificate(fetcher, certificate_url(100), "a")
+        await asyncio.sleep(0.6)
+        with pytest.raises(KeyRefused):
+            await load_certificate(fetcher, certificate_url(102), "a")
+        assert len(fake_keys.STATE.hits) - before == 2
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize(
