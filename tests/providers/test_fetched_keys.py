@@ -22,7 +22,7 @@ from redis import Redis
 from rq import Queue
 
 from app.keyfetch import Fetch, KeyFetcher, KeyRefused, KeyUnavailable
-from app.providers.sns import load_certificate_key, string_to_sign
+from app.providers.sns import is_certificate_url, load_certificate_key, string_to_sign
 from app.settings import DEFAULT_FETCH_ALLOW, ConfigError
 from tests.providers import fake_keys
 from tests.providers import signing as s
@@ -212,6 +212,29 @@ def test_an_sns_certificate_url_off_awss_one_form_is_401_and_fetches_nothing(
         "status": "accepted",
         "id": "m-url",
     }
+
+
+AWS_CERTIFICATE = "https://sns.us-west-2.amazonaws.com/SimpleNotificationService-f3ecfb7224c7233fe7bb5f59f96de52f.pem"
+
+
+@pytest.mark.parametrize(
+    ("url", "accepted"),
+    [
+        (AWS_CERTIFICATE, True),  # the URL in AWS's documented example messages
+        (AWS_CERTIFICATE.replace(".com/", ".com.cn/"), True),
+        (AWS_CERTIFICATE.replace("https://sns.", "https://SNS."), False),
+        (AWS_CERTIFICATE.replace(".com/", ".com:443/"), True),  # a port; the allow-list refuses it
+        (AWS_CERTIFICATE.replace(".com/", ".com./"), True),  # a trailing dot: so does it
+        (AWS_CERTIFICATE + "?", False),
+        (AWS_CERTIFICATE.replace("https://", "https://a:b@"), False),
+        (AWS_CERTIFICATE.replace("https://", "https:///"), False),
+        ("https://[::1/SimpleNotificationService-" + "0" * 32 + ".pem", False),
+    ],
+)
+def test_the_shape_of_an_sns_certificate_url(url: str, accepted: bool) -> None:
+    assert is_certificate_url(url) is accepted
+    if accepted and (":443" in url or ".com./" in url):
+        assert not KeyFetcher(DEFAULT_FETCH_ALLOW, 1.0).allowed(url)
 
 
 @pytest.mark.parametrize(
