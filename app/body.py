@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 from starlette.requests import Request
 
@@ -16,6 +17,7 @@ from app.errors import BodyTooLarge, InvalidPayload
 DRAIN_BYTES = 32 * 1024 * 1024
 DRAIN_SECONDS = 10.0
 DRAIN_IDLE_SECONDS = 0.5
+MAX_LENGTH_DIGITS = 18
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -26,10 +28,14 @@ async def read_body(request: Request, limit: int) -> bytes:
     """
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.strip().isdigit():
+        value = declared.strip()
+        # isascii: `isdigit` is also true of '²' (a Latin-1 header byte), which int() refuses.
+        if not (value.isascii() and value.isdigit()):
             raise InvalidPayload("malformed Content-Length header")
-        if int(declared) > limit:
-            await _discard_rest(request, int(declared))
+        # int() also refuses over 4300 digits; a length of 19 digits is past any limit.
+        size = int(value) if len(value) <= MAX_LENGTH_DIGITS else sys.maxsize
+        if size > limit:
+            await _discard_rest(request, size)
             raise BodyTooLarge(f"body larger than {limit} bytes")
     chunks: list[bytes] = []
     size = 0

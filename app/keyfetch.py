@@ -1,12 +1,19 @@
 """The one client that fetches keys and certificates for verifiers (AWS SNS, Plaid).
 
-Three guards: an allow-list of origins (`WEBHOOK_FETCH_ALLOW`; a signed message names the
+Its guards: an allow-list of origins (`WEBHOOK_FETCH_ALLOW`; a signed message names the
 URL of its own certificate, so the host must be one we trust before anything is fetched),
 a timeout (`WEBHOOK_FETCH_TIMEOUT`), and a cache of what was parsed (a key is fetched once
-per hour, not per request; concurrent requests for one key share one fetch). A failure to
-fetch is a 503, so the provider retries; it is never a 500, and never an acceptance. A key
-the server says does not exist (4xx) is `KeyRefused`, which verifiers turn into a 401; it
-is remembered for a minute so a flood of made-up key ids cannot become a flood of fetches.
+per hour, not per request; concurrent requests for one key share one fetch; the least
+recently used key goes first when it is full). A failure to fetch is a 503, so the provider
+retries; it is never a 500, and never an acceptance. A key the server says does not exist
+(4xx) is `KeyRefused`, which verifiers turn into a 401; it is remembered for a minute, in
+a small cache of its own, so refusals never push good keys out.
+
+The key named by a request is fetched before the request is verified: nothing else can
+verify it. So each source may start at most `new_keys` fetches per `per` seconds (10 a
+minute); past that, a key not already cached is a 503 without any fetch, until the minute
+has passed. A flood of made-up certificate URLs or key ids then costs the key server (and,
+for Plaid, our API quota) ten requests a minute, and the keys already cached still verify.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -57,7 +65,6 @@ class Fetch:
 class _Entry:
     expires: float
     value: object
-    refused: bool
 
 
 def compile_origin(entry: str) -> re.Pattern[str]:
@@ -91,14 +98,24 @@ class KeyFetcher:
         ttl: float = 3600.0,
         refused_ttl: float = 60.0,
         capacity: int = 256,
+        refused_capacity: int = 64,
+        new_keys: int = 10,
+        per: float = 60.0,
     ) -> None:
         self.origins = tuple(compile_origin(entry) for entry in allow)
         self.timeout = timeout
         self.ttl = ttl
         self.refused_ttl = refused_ttl
         self.capacity = capacity
-        self._cache: dict[str, _Entry] = {}
+        self.refused_capacity = refused_capacity
+        self.new_keys = new_keys
+        self.per = per
+        # Good keys, least recently used first; refused ones apart, so they evict none.
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._refused: OrderedDict[str, float] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        # Per source, when each fetch of the last `per` seconds started.
+        self._started: dict[str, deque[float]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> KeyFetcher:
@@ -116,19 +133,40 @@ class KeyFetcher:
         origin = f"{parts.scheme}://{parts.hostname}" + (f":{port}" if port else "")
         return any(pattern.fullmatch(origin) for pattern in self.origins)
 
-    async def load(self, key: str, fetch: Fetch, parse: Callable[[bytes], T]) -> T:
-        """The parsed key for `key`, from the cache or fetched (once, however many ask)."""
+    async def load(self, key: str, fetch: Fetch, parse: Callable[[bytes], T], *, source: str) -> T:
+        """The parsed key for `key`, from the cache or fetched (once, however many ask).
+
+        `KeyRefused` when the server refused it (lately) or the URL is not allowed;
+        `KeyUnavailable` when it cannot be fetched, or `source` has used its new keys.
+        """
+        now = time.monotonic()
         entry = self._cache.get(key)
-        if entry is not None and entry.expires > time.monotonic():
-            if entry.refused:
-                raise KeyRefused(key)
+        if entry is not None and entry.expires > now:
+            self._cache.move_to_end(key)
             return cast(T, entry.value)
+        refused_until = self._refused.get(key)
+        if refused_until is not None and refused_until > now:
+            raise KeyRefused(key)
         future = self._inflight.get(key)
         if future is None:
+            if not self.allowed(fetch.url):
+                raise KeyRefused("URL not on WEBHOOK_FETCH_ALLOW")
+            self._spend(source, now)
             future = asyncio.ensure_future(self._fetch_and_parse(fetch, parse))
             self._inflight[key] = future
             future.add_done_callback(lambda done: self._settle(key, done))
         return cast(T, await asyncio.shield(future))
+
+    def _spend(self, source: str, now: float) -> None:
+        """Count a fetch for `source`, or refuse it (503, nothing fetched) past the budget."""
+        started = self._started.setdefault(source, deque())
+        while started and started[0] <= now - self.per:
+            started.popleft()
+        if len(started) >= self.new_keys:
+            raise KeyUnavailable(
+                f"more than {self.new_keys} new keys in {self.per:g} s for this source; retry later"
+            )
+        started.append(now)
 
     async def _fetch_and_parse(self, fetch: Fetch, parse: Callable[[bytes], T]) -> T:
         raw = await self.fetch(fetch)
@@ -142,15 +180,18 @@ class KeyFetcher:
         if done.cancelled():
             return
         error = done.exception()
+        now = time.monotonic()
         if error is None:
-            self._remember(key, _Entry(time.monotonic() + self.ttl, done.result(), False))
+            self._refused.pop(key, None)
+            self._cache[key] = _Entry(now + self.ttl, done.result())
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
         elif isinstance(error, KeyRefused):
-            self._remember(key, _Entry(time.monotonic() + self.refused_ttl, None, True))
-
-    def _remember(self, key: str, entry: _Entry) -> None:
-        self._cache[key] = entry
-        while len(self._cache) > self.capacity:
-            del self._cache[next(iter(self._cache))]
+            self._refused[key] = now + self.refused_ttl
+            self._refused.move_to_end(key)
+            while len(self._refused) > self.refused_capacity:
+                self._refused.popitem(last=False)
 
     async def fetch(self, fetch: Fetch) -> bytes:
         """The body of a 200 answer; `KeyRefused` on a 4xx, `KeyUnavailable` otherwise."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from typing import Any
+from unittest.mock import patch
 
 import pytest
 from fastapi.testclient import TestClient
@@ -10,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis import Redis
 
+from tests import signers
+from tests.providers.json_types import REPRESENTATIVES, apply, json_paths, replacements
 from tests.signers import CASES, Case
 
 # The headers each scheme reads, so the fuzzer spends its time where parsing happens.
@@ -97,3 +102,47 @@ def test_arbitrary_requests_are_refused_with_4xx_and_queue_nothing(
     check()
     # Nothing but the Events page's count of refusals, which the receiver adds every 5 s.
     assert [k for k in redis.keys("*") if not k.startswith(b"webhook:timeline:")] == []
+
+
+class _TypeChangingJson:
+    """Stands in for `json` in `tests.signers`: the body a signer serialises has values
+    replaced by values of other JSON types before it is signed."""
+
+    def __init__(self, changes: list[tuple[int, object]]) -> None:
+        self.changes = changes
+
+    def dumps(self, value: object, **options: Any) -> str:
+        return json.dumps(apply(value, self.changes)[0], **options)
+
+
+def post_signed_with_changes(
+    client: TestClient, case: Case, secret: str, changes: list[tuple[int, object]]
+) -> Any:
+    with patch.object(signers, "json", _TypeChangingJson(changes)):
+        signed = case.signed(secret, "evt_t")
+    return client.post(f"/webhooks/{case.name}", content=signed.body, headers=signed.headers)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_signed_body_with_values_of_every_type_is_never_a_500(
+    case: Case, make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    # These schemes verify the bytes before parsing them: only a signed body reaches the
+    # parser, so the sender signs the changed body.
+    secret = case.make_secret("k1")
+    client = make_client(**case.settings(secret))
+    template = json.loads(case.signed(secret, "evt_t").body)
+    for where in range(len(json_paths(template))):
+        for new in REPRESENTATIVES:
+            response = post_signed_with_changes(client, case, secret, [(where, new)])
+            assert response.status_code in (200, 400, 413), (where, new, response.text)
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(changes=replacements)
+    def check(changes: list[tuple[int, object]]) -> None:
+        response = post_signed_with_changes(client, case, secret, changes)
+        assert response.status_code in (200, 400, 413), (changes, response.text)
+
+    check()

@@ -177,6 +177,61 @@ def test_a_malformed_content_length_is_400_not_500(client: TestClient, length: s
     )
 
 
+def raw_post(client: TestClient, headers: list[tuple[bytes, bytes]], body: bytes) -> Any:
+    """POST the exact header bytes to the app, as a server would hand them over (the test
+    client re-encodes header values as UTF-8), on the client's event loop."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/webhooks/inbound",
+        "raw_path": b"/webhooks/inbound",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 40000),
+        "server": ("testserver", 80),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    assert client.portal is not None  # the client is entered (`make_client`)
+    client.portal.call(client.app, scope, receive, send)
+    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+# '²', '¹' and '³' (bytes B2, B9 and B3, as Starlette decodes headers: Latin-1) are
+# digits to str.isdigit, but not to int().
+@pytest.mark.parametrize("length", [b"\xb2", b"1\xb9", b" \xb3 "])
+def test_a_content_length_of_non_ascii_digits_is_400_not_500(
+    client: TestClient, length: bytes
+) -> None:
+    headers = [(b"content-length", length), (b"x-signature-256", sign(b"{}").encode())]
+    assert raw_post(client, headers, b"{}") == (
+        400,
+        {"detail": "malformed Content-Length header"},
+    )
+
+
+def test_a_content_length_of_more_digits_than_int_reads_is_413_not_500(
+    client: TestClient,
+) -> None:
+    # int() refuses strings of over 4300 digits; any such length is over the limit.
+    response = client.post(
+        "/webhooks/inbound",
+        content=b"{}",
+        headers={"Content-Length": "9" * 5000, "X-Signature-256": sign(b"{}")},
+    )
+    assert response.status_code == 413, response.text
+
+
 def test_redis_unreachable_is_503_and_readyz_says_so(
     make_client: Callable[..., TestClient], post_event: Post
 ) -> None:

@@ -2,9 +2,11 @@
 
 Each `NotificationRequestItem` carries `additionalData.hmacSignature`, the base64
 HMAC-SHA256 of `pspReference:originalReference:merchantAccountCode:merchantReference:
-value:currency:eventCode:success` (missing fields empty), keyed with the hex-decoded HMAC
-key from the Customer Area. Every item of the request must verify. The body is parsed to
-reach the items; nothing else of it is trusted before they verify.
+value:currency:eventCode:success` (missing or null fields empty), keyed with the
+hex-decoded HMAC key from the Customer Area. Every item of the request must verify. The
+body is parsed to reach the items; nothing else of it is trusted before they verify, and a
+signed field of another JSON type than Adyen sends (a list, an object, a fraction) is
+refused rather than signed as some text it does not hold.
 
 The id is `pspReference:eventCode:success` of the item (of a batch: the SHA-256 of all
 of them); the type is `eventCode` (of a batch: shared, else `batch`). Adyen expects the
@@ -27,26 +29,39 @@ MAX_ITEMS = 100
 ID_FIELDS = ("pspReference", "eventCode", "success")
 
 
-def _text(value: object) -> str:
+def _text(value: object, name: str = "") -> str:
+    """A signed field as the text Adyen signs: a string or an integer as written, missing or
+    null empty, and `success` also as a boolean. Any other type (a list, an object, a
+    fraction) would sign as "" or as its Python spelling and let a changed value pass for a
+    signed one, so it is refused."""
+    if value is None:
+        return ""
     if isinstance(value, bool):
+        if name != "success":
+            raise InvalidSignature(f"notification item field {name!r} is not text")
         return "true" if value else "false"
-    return str(value) if isinstance(value, str | int) else ""
+    if not isinstance(value, str | int):
+        raise InvalidSignature(f"notification item field {name!r} is not text")
+    return str(value)
 
 
 def signing_string(item: Mapping[str, Any]) -> str:
     amount = item.get("amount")
-    amount = amount if isinstance(amount, dict) else {}
+    if amount is None:
+        amount = {}
+    if not isinstance(amount, dict):
+        raise InvalidSignature("notification item field 'amount' is not an object")
     return ":".join(
-        _text(v)
-        for v in (
-            item.get("pspReference"),
-            item.get("originalReference"),
-            item.get("merchantAccountCode"),
-            item.get("merchantReference"),
-            amount.get("value"),
-            amount.get("currency"),
-            item.get("eventCode"),
-            item.get("success"),
+        _text(value, name)
+        for name, value in (
+            ("pspReference", item.get("pspReference")),
+            ("originalReference", item.get("originalReference")),
+            ("merchantAccountCode", item.get("merchantAccountCode")),
+            ("merchantReference", item.get("merchantReference")),
+            ("value", amount.get("value")),
+            ("currency", amount.get("currency")),
+            ("eventCode", item.get("eventCode")),
+            ("success", item.get("success")),
         )
     )
 
@@ -74,7 +89,7 @@ class AdyenVerifier(Verifier):
             if given is None or len(given) != 32:
                 raise InvalidSignature("a notification item has no well-formed hmacSignature")
             check_hmac(self.keys, signing_string(item).encode(), [given])
-        keys = [":".join(_text(i.get(k)) for k in ID_FIELDS) for i in items]
+        keys = [":".join(_text(i.get(k), k) for k in ID_FIELDS) for i in items]
         event_id = keys[0] if len(keys) == 1 else body_digest("\n".join(keys).encode())
         return Delivery(
             event_id=event_id_from(event_id, "pspReference"),

@@ -76,9 +76,13 @@ class DiscordVerifier(Verifier):
         check_window(timestamp, now, self.source.tolerance, future_too=True)
         payload = parse_json_object(body)
         kind = payload.get("type")
+        # An integer, checked first: a list is unhashable (`in TYPES` would raise), and
+        # `true == 1` would make a boolean a PING.
+        if isinstance(kind, bool) or not isinstance(kind, int):
+            raise InvalidPayload("unknown interaction type")
         if kind == PING:
             return Delivery(event_id="", event_type="ping", reply=Reply.json({"type": 1}))
-        if isinstance(kind, bool) or kind not in TYPES:
+        if kind not in TYPES:
             raise InvalidPayload("unknown interaction type")
         return Delivery(
             event_id=event_id_from(payload.get("id"), "body 'id'"),

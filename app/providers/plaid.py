@@ -1,11 +1,13 @@
 """`plaid`: an ES256 JWT in `Plaid-Verification`, with a key fetched by its id.
 
 The JWT header must say `alg: ES256` (nothing else is accepted: no `none`, no HMAC) and
-name its key (`kid`). The key comes from Plaid's `/webhook_verification_key/get`, called
-with the API credentials (WEBHOOK_CLIENT_ID_<NAME>, WEBHOOK_SECRET_<NAME> = the API
-secret) on WEBHOOK_API_BASE_<NAME> (default production), and is cached; an expired key is
-refused. The claims must hold `iat` within the tolerance (Plaid says 5 minutes) and
-`request_body_sha256`, the hex SHA-256 of the exact body, compared in constant time.
+name its key (`kid`, letters, digits, `-` and `_`). The claims must hold `iat` within the
+tolerance (Plaid says 5 minutes) and `request_body_sha256`, the hex SHA-256 of the exact
+body, compared in constant time. Header and claims are checked before the key is
+fetched, so a token that would be refused anyway costs no call to Plaid. The key comes
+from Plaid's `/webhook_verification_key/get`, called with the API credentials
+(WEBHOOK_CLIENT_ID_<NAME>, WEBHOOK_SECRET_<NAME> = the API secret) on
+WEBHOOK_API_BASE_<NAME> (default production), and is cached; an expired key is refused.
 
 Plaid sends no id: the id is the body's SHA-256. The type is
 `<webhook_type>.<webhook_code>` (`TRANSACTIONS.SYNC_UPDATES_AVAILABLE`).
@@ -18,6 +20,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +38,8 @@ from app.settings import ConfigError, SourceConfig
 
 DEFAULT_API = "https://production.plaid.com"
 MAX_TOKEN = 4096
+# Plaid's key ids are UUIDs; letters, digits, `-` and `_` allow for any similar form.
+KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +109,17 @@ class PlaidVerifier(Verifier):
         parts = token.split(".")
         if len(token) > MAX_TOKEN or len(parts) != 3:
             raise InvalidSignature("malformed Plaid-Verification token")
-        head, claims = _object(_b64url(parts[0])), _b64url(parts[1])
+        head, claims = _object(_b64url(parts[0])), _object(_b64url(parts[1]))
         kid = head.get("kid")
-        if head.get("alg") != "ES256" or not isinstance(kid, str) or not 0 < len(kid) <= 100:
+        if head.get("alg") != "ES256" or not isinstance(kid, str) or not KEY_ID.fullmatch(kid):
             raise InvalidSignature("Plaid-Verification must be ES256 with a key id")
         raw_signature = _b64url(parts[2])
         if len(raw_signature) != 64:
             raise InvalidSignature("malformed Plaid-Verification signature")
+        # The claims are checked before the key is fetched (the signature, checked after,
+        # covers these same bytes): a token for another body, or an old one, must not
+        # cost a call to Plaid's API.
+        self._check_claims(claims, request)
         key = await self._key(kid)
         signature = encode_dss_signature(
             int.from_bytes(raw_signature[:32], "big"), int.from_bytes(raw_signature[32:], "big")
@@ -121,21 +130,22 @@ class PlaidVerifier(Verifier):
             raise InvalidSignature("signature does not match") from None
         if key.expired_at is not None and key.expired_at < request.now:
             raise InvalidSignature("the verification key has expired")
-        payload = _object(claims)
-        body_hash = payload.get("request_body_sha256")
-        actual = hashlib.sha256(request.body).hexdigest().encode()
-        if not isinstance(body_hash, str) or not hmac.compare_digest(body_hash.encode(), actual):
-            raise InvalidSignature("request_body_sha256 does not match the body")
-        issued = payload.get("iat")
-        if isinstance(issued, bool) or not isinstance(issued, int) or abs(issued) > 10**12:
-            raise InvalidSignature("Plaid-Verification has no iat")
-        check_window(issued, request.now, self.tolerance, future_too=True)
         body = parse_json_value(request.body)
         kind = [json_path(body, k) for k in ("webhook_type", "webhook_code")]
         return Delivery(
             event_id=event_id_from(body_digest(request.body), "body"),
             event_type=".".join(k for k in kind if isinstance(k, str)),
         )
+
+    def _check_claims(self, claims: dict[str, Any], request: Inbound) -> None:
+        body_hash = claims.get("request_body_sha256")
+        actual = hashlib.sha256(request.body).hexdigest().encode()
+        if not isinstance(body_hash, str) or not hmac.compare_digest(body_hash.encode(), actual):
+            raise InvalidSignature("request_body_sha256 does not match the body")
+        issued = claims.get("iat")
+        if isinstance(issued, bool) or not isinstance(issued, int) or abs(issued) > 10**12:
+            raise InvalidSignature("Plaid-Verification has no iat")
+        check_window(issued, request.now, self.tolerance, future_too=True)
 
     async def _key(self, kid: str) -> VerificationKey:
         credentials = {
@@ -145,6 +155,8 @@ class PlaidVerifier(Verifier):
         }
         fetch = Fetch(f"{self.api}/webhook_verification_key/get", credentials)
         try:
-            return await self.fetcher.load(f"plaid:{self.api}:{kid}", fetch, load_jwk)
+            return await self.fetcher.load(
+                f"plaid:{self.api}:{kid}", fetch, load_jwk, source=self.source.name
+            )
         except KeyRefused:
             raise InvalidSignature("unknown verification key") from None

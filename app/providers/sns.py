@@ -4,11 +4,13 @@ The body (JSON, sent as text/plain) carries `Signature` (base64) over a canonica
 `Key\\nValue\\n` for `Message, MessageId, Subject (if present), Timestamp, TopicArn, Type` of a
 notification, `Message, MessageId, SubscribeURL, Timestamp, Token, TopicArn, Type` of a
 (un)subscription confirmation. `SignatureVersion` 1 is RSA-SHA1, 2 RSA-SHA256. The key is
-in the X.509 certificate at `SigningCertURL`, which must be a `.pem` on an origin of
-WEBHOOK_FETCH_ALLOW (by default `https://sns.<region>.amazonaws.com`); certificates are
-cached. `TopicArn` must match WEBHOOK_TOPICS_<NAME> (comma-separated, `*` wildcards), so
-only your topics can post; `Timestamp` must be within the tolerance (default 1 hour,
-which covers SNS's default retries).
+in the X.509 certificate at `SigningCertURL`, which must be
+`/SimpleNotificationService-<32 hex>.pem` (no query, no fragment, one spelling) on an
+origin of WEBHOOK_FETCH_ALLOW (by default `https://sns.<region>.amazonaws.com`);
+certificates are cached. `TopicArn` must match WEBHOOK_TOPICS_<NAME> (comma-separated,
+`*` wildcards), so only your topics can post; `Timestamp` must be within the tolerance
+(default 1 hour, which covers SNS's default retries). Both are checked before the
+certificate is fetched, so a request that would be refused anyway fetches nothing.
 
 A verified `SubscriptionConfirmation` is confirmed by fetching its `SubscribeURL` (an
 allowed origin too) and enqueues nothing. Notifications are enqueued under `MessageId`,
@@ -18,6 +20,7 @@ typed by `Type`; so are unsubscribe confirmations, for a handler to notice.
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,6 +51,7 @@ SIGNED = {
     "UnsubscribeConfirmation": CONFIRMATION,
 }
 HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
+CERTIFICATE_PATH = re.compile(r"/SimpleNotificationService-[0-9a-f]{32}\.pem")
 HANDED_ON = ("x-amz-sns-message-type", "x-amz-sns-topic-arn", "x-amz-sns-subscription-arn")
 DEFAULT_TOLERANCE = 3600
 
@@ -55,6 +59,26 @@ DEFAULT_TOLERANCE = 3600
 def string_to_sign(message: dict[str, Any]) -> bytes:
     keys = SIGNED[message["Type"]]
     return "".join(f"{k}\n{message[k]}\n" for k in keys if k in message).encode()
+
+
+def is_certificate_url(url: str) -> bool:
+    """True for `<origin>/SimpleNotificationService-<32 hex>.pem`, spelt one way only.
+
+    AWS's SDKs accept no other path. The URL is also the cache key of the certificate, so
+    anything that would name the same file anew is refused: a query or fragment (even
+    empty), user info, an upper-case scheme or host, a port written with leading zeros.
+    Whether the origin itself is trusted is WEBHOOK_FETCH_ALLOW's to say.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return False
+    if "@" in parts.netloc or not parts.hostname:
+        return False
+    canonical = f"{parts.scheme}://{parts.hostname}"
+    canonical += (f":{port}" if port is not None else "") + parts.path
+    return url == canonical and CERTIFICATE_PATH.fullmatch(parts.path) is not None
 
 
 def load_certificate_key(pem: bytes) -> rsa.RSAPublicKey:
@@ -82,7 +106,10 @@ class SnsVerifier(Verifier):
 
     async def check_async(self, request: Inbound) -> Delivery:
         message = parse_json_value(request.body)
-        if not isinstance(message, dict) or message.get("Type") not in SIGNED:
+        # Read before the signature is checked: every value is the sender's choice of
+        # JSON type, so each is checked to be a string before it is looked up or used.
+        kind = message.get("Type") if isinstance(message, dict) else None
+        if not isinstance(kind, str) or kind not in SIGNED:
             raise InvalidSignature("not a signed SNS message")
         keys = SIGNED[message["Type"]]
         needed = [k for k in keys if k != "Subject"] + ["Signature", "SigningCertURL"]
@@ -90,24 +117,30 @@ class SnsVerifier(Verifier):
             message.get("Subject", ""), str
         ):
             raise InvalidSignature("SNS message lacks a signed field")
-        algorithm = HASHES.get(message.get("SignatureVersion", ""))
+        version = message.get("SignatureVersion")
+        algorithm = HASHES.get(version) if isinstance(version, str) else None
         signature = b64decode(message["Signature"])
-        certificate_url = message["SigningCertURL"]
         if algorithm is None or not signature:
             raise InvalidSignature("malformed Signature or SignatureVersion")
-        if not urlsplit(certificate_url).path.endswith(".pem"):
-            raise InvalidSignature("SigningCertURL is not a .pem")
-        try:
-            key = await self.fetcher.load(
-                certificate_url, Fetch(certificate_url), load_certificate_key
-            )
-            key.verify(signature, string_to_sign(message), padding.PKCS1v15(), algorithm())
-        except (KeyRefused, BadSignature):
-            raise InvalidSignature("signature does not match") from None
+        certificate_url = message["SigningCertURL"]
+        if not is_certificate_url(certificate_url):
+            raise InvalidSignature("SigningCertURL is not an SNS certificate's URL")
+        # Everything that can be checked without the certificate is, before it is fetched:
+        # an unsigned request must not be able to make us fetch what we would then refuse.
         if not any(fnmatch.fnmatchcase(message["TopicArn"], t) for t in self.topics):
             raise InvalidSignature("TopicArn is not one of WEBHOOK_TOPICS")
         sent = int(parse_iso8601(message["Timestamp"]))
         check_window(sent, request.now, self.tolerance, future_too=True)
+        try:
+            key = await self.fetcher.load(
+                certificate_url,
+                Fetch(certificate_url),
+                load_certificate_key,
+                source=self.source.name,
+            )
+            key.verify(signature, string_to_sign(message), padding.PKCS1v15(), algorithm())
+        except (KeyRefused, BadSignature):
+            raise InvalidSignature("signature does not match") from None
         if message["Type"] == "SubscriptionConfirmation":
             return await self._confirm(message)
         return Delivery(

@@ -1,9 +1,10 @@
 """A local stand-in for AWS SNS's certificate host and Plaid's key endpoint, so no test
 reaches the internet. One HTTP server on 127.0.0.1 for the whole session, started on first
-use; tests allow it with `WEBHOOK_FETCH_ALLOW=http://127.0.0.1:*`.
+use and stopped at the session's end (`conftest.py`); tests allow it with
+`WEBHOOK_FETCH_ALLOW=http://127.0.0.1:*`.
 
-- `GET /sns/<seed>.pem`: the certificate of a test "SNS" key (self-signed, like the
-  signing certificates SNS serves, CN sns.amazonaws.com).
+- `GET /SimpleNotificationService-<md5 of seed>.pem`: the certificate of a test "SNS" key
+  (self-signed, like the signing certificates SNS serves, CN sns.amazonaws.com).
 - `GET /sns/confirm?Token=...`: a SubscribeURL; the tokens it saw are kept.
 - `POST /webhook_verification_key/get`: Plaid's key endpoint, checking the credentials.
 - `fail` makes every answer a 500 (a key server down).
@@ -42,6 +43,7 @@ class State:
 
 STATE = State()
 _server: ThreadingHTTPServer | None = None
+_thread: threading.Thread | None = None
 _lock = threading.Lock()
 
 
@@ -87,12 +89,27 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def url() -> str:
-    global _server
+    global _server, _thread
     with _lock:
         if _server is None:
             _server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-            threading.Thread(target=_server.serve_forever, daemon=True).start()
+            _thread = threading.Thread(target=_server.serve_forever, daemon=True)
+            _thread.start()
     return f"http://127.0.0.1:{_server.server_address[1]}"
+
+
+def stop() -> None:
+    """Stop the server, if it was started, and close its socket (the session's end: see
+    `conftest.py`). The certificates made so far name its port, so they go too."""
+    global _server, _thread
+    with _lock:
+        if _server is not None:
+            _server.shutdown()
+            _server.server_close()
+        if _thread is not None:
+            _thread.join(timeout=5)
+        _server = _thread = None
+        _certificates.clear()
 
 
 @dataclass(frozen=True)
@@ -119,7 +136,9 @@ def certificate(seed: str) -> Certificate:
             .not_valid_after(now + timedelta(days=30))
             .sign(private, hashes.SHA256())
         )
-        path = f"/sns/SimpleNotificationService-{seed}.pem"
+        # The path AWS serves certificates at, the only one the receiver fetches.
+        name = hashlib.md5(seed.encode()).hexdigest()  # a name, not a digest
+        path = f"/SimpleNotificationService-{name}.pem"
         STATE.certificates[path] = cert.public_bytes(serialization.Encoding.PEM)
         _certificates[seed] = Certificate(private, url() + path)
     return _certificates[seed]

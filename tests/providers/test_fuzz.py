@@ -5,12 +5,23 @@ Bodies are random bytes, or a real request of the provider signed with *another*
 then mutated, so the parsers of schemes that sign inside the body (Mailgun, Adyen,
 Braintree, SNS) meet realistic shapes. The SNS source accepts no topic the fake signs for,
 so even a mutation that still verifies is refused.
+
+Byte mutations almost never change a JSON value's type, so the tests at the end replace
+the values of real bodies with values of other types (lists, objects, null, numbers,
+booleans, huge strings): in what is read before the signature is checked (never a 500,
+never accepted unless only what the provider leaves unsigned changed), and in bodies the
+provider signs after the change (never a 500).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+from unittest.mock import patch
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,7 +29,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis import Redis
 
-from tests.providers.cases import CASES, Case
+from tests.providers import signing
+from tests.providers.cases import BY_NAME, CASES, Case
+from tests.providers.json_types import (
+    REPRESENTATIVES,
+    JsonPath,
+    apply,
+    json_at,
+    json_paths,
+    replacements,
+)
+from tests.providers.signing import Key, Request
 
 TOKENS = [
     "t=",
@@ -111,3 +132,161 @@ def test_arbitrary_get_handshakes_never_fail_and_queue_nothing(
 
     check()
     assert redis.keys("*") == []
+
+
+# --- JSON type confusion -----------------------------------------------------------------
+# Byte mutations almost never change a JSON value's type, which is where parsers break
+# (`x in {...}` on a list, `.get` on a string). These replace values of a real body with
+# values of every other JSON type (`json_types`).
+
+# Every case but the two whose bodies are forms.
+JSON_CASES = [c for c in CASES if c.provider not in ("twilio", "braintree")]
+# The providers that read the body before its signature is checked: the signature is in
+# it (Mailgun, Adyen, SNS). Plaid reads its token's JSON header and claims first.
+PARSED_FIRST = [BY_NAME[name] for name in ("sns", "adyen", "mailgun")]
+# What these providers leave unsigned, by their design: changing it keeps the signature.
+UNSIGNED: dict[str, tuple[JsonPath, ...]] = {
+    "sns": (("UnsubscribeURL",),),
+    "adyen": (("live",),),
+    "mailgun": (("event-data",),),
+}
+FETCHERS = ("sns", "plaid")
+signing_dumps = signing.dumps
+
+
+def unsigned(provider: str, path: JsonPath) -> bool:
+    return any(path[: len(prefix)] == prefix for prefix in UNSIGNED.get(provider, ()))
+
+
+def same_signed_text(provider: str, original: object, new: object) -> bool:
+    """Adyen signs `success` as text: a boolean true is the "true" it stands for."""
+    return provider == "adyen" and isinstance(new, bool) and original == str(new).lower()
+
+
+def refused_or_accepted(case: Case, response: Any) -> bool:
+    allowed = (200, 400, 401, 413) + ((503,) if case.provider in FETCHERS else ())
+    return response.status_code in allowed
+
+
+def post_request(client: TestClient, case: Case, request: Request) -> Any:
+    return client.post(
+        request.url(case.provider).removeprefix("http://testserver"),
+        content=request.body,
+        headers=request.headers,
+    )
+
+
+def check_unsigned_change(
+    client: TestClient, case: Case, valid: Request, changes: list[tuple[int, object]]
+) -> None:
+    """A valid request with values of its body replaced, its signature kept: refused, never
+    a 500, unless every change was to what the provider leaves unsigned."""
+    original = json.loads(valid.body)
+    body, touched = apply(original, changes)
+    response = post_request(client, case, replace(valid, body=json.dumps(body).encode()))
+    assert refused_or_accepted(case, response), (touched, response.status_code, response.text)
+    if response.status_code == 200:
+        assert all(
+            unsigned(case.provider, path)
+            or same_signed_text(case.provider, json_at(original, path), json_at(body, path))
+            for path in touched
+        ), ("accepted without a valid signature", touched, response.text)
+
+
+def check_signed_change(
+    client: TestClient, case: Case, key: Key, changes: list[tuple[int, object]]
+) -> None:
+    """The provider signs a body whose values were replaced: whatever it says, never a 500."""
+    with patch.object(signing, "dumps", lambda value: signing_dumps(apply(value, changes)[0])):
+        request = case.signed(key, "evt_t")
+    response = post_request(client, case, request)
+    assert refused_or_accepted(case, response), (changes, response.status_code, response.text)
+
+
+@pytest.mark.parametrize("case", PARSED_FIRST, ids=[c.provider for c in PARSED_FIRST])
+def test_every_value_of_a_body_read_before_its_signature_replaced_by_every_type(
+    case: Case, make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = case.make_key("k1")
+    client = make_client(**case.config(key))
+    valid = case.signed(key, "evt_sweep")
+    count = len(json_paths(json.loads(valid.body)))
+    for where in range(count):
+        for new in REPRESENTATIVES:
+            check_unsigned_change(client, case, valid, [(where, new)])
+
+
+@pytest.mark.parametrize("case", PARSED_FIRST, ids=[c.provider for c in PARSED_FIRST])
+def test_values_of_a_body_read_before_its_signature_replaced_at_random(
+    case: Case, make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = case.make_key("k1")
+    client = make_client(**case.config(key))
+    valid = case.signed(key, "evt_random")
+
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(changes=replacements)
+    def check(changes: list[tuple[int, object]]) -> None:
+        check_unsigned_change(client, case, valid, changes)
+
+    check()
+
+
+def plaid_token_with(token: str, part: int, changes: list[tuple[int, object]]) -> str:
+    parts = token.split(".")
+    decoded = json.loads(base64.urlsafe_b64decode(parts[part] + "=" * (-len(parts[part]) % 4)))
+    value, _ = apply(decoded, changes)
+    encoded = json.dumps(value, separators=(",", ":")).encode()
+    parts[part] = base64.urlsafe_b64encode(encoded).rstrip(b"=").decode()
+    return ".".join(parts)
+
+
+@pytest.mark.parametrize("part", [0, 1], ids=["header", "claims"])
+def test_every_value_of_plaids_token_replaced_by_every_type_is_refused(
+    part: int, make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    case = BY_NAME["plaid"]
+    key = case.make_key("k1")
+    client = make_client(**case.config(key))
+    valid = case.signed(key, "item_t")
+    token = valid.headers["Plaid-Verification"]
+
+    def check(changes: list[tuple[int, object]]) -> None:
+        changed = plaid_token_with(token, part, changes)
+        response = post_request(
+            client, case, replace(valid, headers={"Plaid-Verification": changed})
+        )
+        assert response.status_code in (400, 401), (changes, response.status_code, response.text)
+
+    segment = token.split(".")[part]
+    count = len(json_paths(json.loads(base64.urlsafe_b64decode(segment + "==="))))
+    for where in range(count):
+        for new in REPRESENTATIVES:
+            check([(where, new)])
+    settings(
+        max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )(given(changes=replacements)(check))()
+    assert [k for k in redis.keys("*") if not k.startswith(b"webhook:timeline:")] == []
+
+
+@pytest.mark.parametrize("case", JSON_CASES, ids=[c.provider for c in JSON_CASES])
+def test_a_signed_body_with_values_of_every_type_is_never_a_500(
+    case: Case, make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = case.make_key("k1")
+    client = make_client(**case.config(key))
+    template = json.loads(case.signed(key, "evt_t").body)
+    for where in range(len(json_paths(template))):
+        for new in REPRESENTATIVES:
+            check_signed_change(client, case, key, [(where, new)])
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(changes=replacements)
+    def check(changes: list[tuple[int, object]]) -> None:
+        check_signed_change(client, case, key, changes)
+
+    check()

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+import Adyen.util
 import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
@@ -270,3 +271,66 @@ def test_a_key_in_the_wrong_form_stops_startup_naming_the_variable(
     assert str(raised.value).startswith(variable) and (
         not secret or secret not in str(raised.value)
     )
+
+
+@pytest.mark.parametrize("kind", [[2], {"2": 2}, True, 2.0, "2", None])
+def test_a_signed_discord_interaction_whose_type_is_not_an_integer_is_400(
+    kind: object, make_client: ClientFactory, redis: Redis
+) -> None:
+    # A list was a 500 (`kind in TYPES` on an unhashable value), `true` a PING.
+    key = s.ed25519_key("k")
+    signed = s.sign_discord(key, "i-odd", int(time.time()), kind=kind)  # type: ignore[arg-type]
+    response = client_for(make_client, "discord", key).post(
+        "/webhooks/discord", content=signed.body, headers=signed.headers
+    )
+    assert response.status_code == 400, response.text
+    assert jobs(redis) == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"Type": ["Notification"]},
+        {"Type": {"Notification": 1}},
+        {"Type": None},
+        {"SignatureVersion": ["2"]},
+        {"SignatureVersion": {"2": 2}},
+        {"SignatureVersion": 2},
+        {"Signature": ["x"]},
+        {"SigningCertURL": {"url": "x"}},
+        {"MessageId": ["m"]},
+        {"Subject": {"a": 1}},
+        {"Timestamp": 1700000000},
+    ],
+)
+def test_an_sns_message_with_a_value_of_another_type_is_401_not_500(
+    change: dict[str, object], make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.sns_key("k1")
+    message = json.loads(s.sign_sns(key, "m-odd", int(time.time())).body)
+    body = json.dumps({**message, **change}).encode()
+    response = client_for(make_client, "sns", key).post("/webhooks/sns", content=body)
+    assert response.status_code == 401, response.text
+    assert jobs(redis) == []
+
+
+@pytest.mark.parametrize("odd", [[], {}, [""], 1.5, True])
+@pytest.mark.parametrize("field", ["originalReference", "merchantReference"])
+def test_an_adyen_signed_field_of_another_type_is_401_even_when_it_would_sign_the_same(
+    field: str, odd: object, make_client: ClientFactory, redis: Redis
+) -> None:
+    # Signed as "" (as a list, an object or a fraction used to sign): only the type changed.
+    key = s.hex_key("k")
+    wrapped = s.adyen_item(key, "psp-odd")
+    item = wrapped["NotificationRequestItem"]
+    item[field] = ""
+    signature = Adyen.util.generate_notification_sig(
+        {k: v for k, v in item.items() if k != "additionalData"}, key.secret
+    )
+    item["additionalData"] = {"hmacSignature": signature.decode()}
+    client = client_for(make_client, "adyen", key)
+    body = {"live": "false", "notificationItems": [wrapped]}
+    assert client.post("/webhooks/adyen", content=json.dumps(body)).text == "[accepted]"
+    item[field] = odd
+    response = client.post("/webhooks/adyen", content=json.dumps(body))
+    assert response.status_code == 401, response.text
