@@ -23,7 +23,8 @@ from app.keyfetch import KeyFetcher
 from app.logs import elapsed_ms, log_state
 from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, render
 from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
-from app.providers.base import event_id_from, event_type_from, parse_json_object
+from app.providers.base import event_id_from, event_type_from
+from app.providers.json_body import parse_json_object
 from app.settings import Settings, SourceConfig
 
 # The least time a request may wait for Redis, however long its upload took.

@@ -137,9 +137,11 @@ def test_unparseable_or_id_less_bodies_are_400(
         b'{"id": "evt_nan", "type": "t", "created": NaN}',
         b'{"id": "evt_inf", "type": "t", "created": Infinity}',
         b'{"id": "evt_ninf", "type": "t", "amount": -Infinity}',
+        b'{"id": "evt_big", "type": "t", "created": 1e400}',
+        b'{"id": "evt_nbig", "type": "t", "amount": -1e400}',
     ],
 )
-def test_nan_and_infinity_are_not_json(
+def test_nan_infinity_and_numbers_that_overflow_a_float_are_not_json(
     client: TestClient, post_event: Post, redis: Redis, raw: bytes
 ) -> None:
     response = post_event(client, raw)

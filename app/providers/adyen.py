@@ -20,7 +20,8 @@ from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature
 from app.providers.base import Delivery, Verifier, b64decode, check_hmac, event_id_from, parse_hex
-from app.providers.fields import body_digest, common_type, parse_json_value
+from app.providers.fields import body_digest, common_type
+from app.providers.json_body import parse_json_value
 from app.providers.request import Reply
 from app.settings import ConfigError, SourceConfig
 

@@ -13,12 +13,12 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
+from app.providers.json_body import parse_json_object
 from app.providers.request import Inbound, MethodNotAllowed, Reply
 from app.settings import SourceConfig
 
@@ -100,22 +100,6 @@ def parse_hex(value: str) -> bytes | None:
         return bytes.fromhex(value)
     except ValueError:
         return None
-
-
-def _not_json(constant: str) -> None:
-    raise ValueError(f"{constant} is not JSON")
-
-
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, parsed strictly: `NaN` and `Infinity` are not JSON (Python's
-    parser accepts them, and a `NaN` timestamp compares false with every bound)."""
-    try:
-        payload = json.loads(body, parse_constant=_not_json)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidPayload("body is not valid JSON") from None
-    if not isinstance(payload, dict):
-        raise InvalidPayload("body must be a JSON object")
-    return payload
 
 
 def event_id_from(value: object, where: str) -> str:

@@ -28,9 +28,9 @@ from app.providers.base import (
     event_id_from,
     header,
     parse_hex,
-    parse_json_object,
     parse_timestamp,
 )
+from app.providers.json_body import parse_json_object
 from app.providers.request import Reply
 from app.settings import ConfigError, SourceConfig
 

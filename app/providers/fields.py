@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import parse_qsl
 
 from app.errors import InvalidPayload, InvalidSignature
@@ -18,21 +16,6 @@ from app.providers.base import any_signature_matches
 DIGESTS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
 # A batch whose items have different types is dispatched under this type.
 MIXED = "batch"
-
-
-def _not_json(constant: str) -> None:
-    raise ValueError(f"{constant} is not JSON")
-
-
-def parse_json_value(body: bytes) -> Any:
-    """The body as a JSON object or array, parsed strictly (no NaN or Infinity)."""
-    try:
-        payload = json.loads(body, parse_constant=_not_json)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidPayload("body is not valid JSON") from None
-    if not isinstance(payload, dict | list):
-        raise InvalidPayload("body must be a JSON object or array")
-    return payload
 
 
 def parse_form(body: bytes) -> list[tuple[str, str]]:

@@ -19,8 +19,8 @@ from app.providers.base import (
     event_type_from,
     header,
     parse_hex,
-    parse_json_object,
 )
+from app.providers.json_body import parse_json_object
 
 SIGNATURE_HEADER = "x-signature-256"
 

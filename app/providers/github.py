@@ -19,9 +19,9 @@ from app.providers.base import (
     event_type_from,
     header,
     parse_hex,
-    parse_json_object,
     pick_headers,
 )
+from app.providers.json_body import parse_json_object
 
 HANDED_ON = (
     "x-github-delivery",

@@ -18,10 +18,10 @@ from app.providers.base import (
     event_id_from,
     event_type_from,
     header,
-    parse_json_object,
     pick_headers,
 )
 from app.providers.fields import body_digest, first_header
+from app.providers.json_body import parse_json_object
 
 HANDED_ON = (
     "x-gitlab-event",

@@ -28,7 +28,8 @@ from app.providers.base import (
     parse_hex,
     parse_timestamp,
 )
-from app.providers.fields import json_path, parse_form, parse_json_value
+from app.providers.fields import json_path, parse_form
+from app.providers.json_body import parse_json_value
 
 MAX_TOKEN = 256
 

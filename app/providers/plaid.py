@@ -32,7 +32,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from app.errors import InvalidSignature
 from app.keyfetch import Fetch, KeyFetcher, KeyRefused
 from app.providers.base import Delivery, Verifier, check_window, event_id_from, header
-from app.providers.fields import body_digest, json_path, parse_json_value
+from app.providers.fields import body_digest, json_path
+from app.providers.json_body import parse_json_value, strict_json
 from app.providers.request import Inbound
 from app.settings import ConfigError, SourceConfig
 
@@ -57,7 +58,7 @@ def _b64url(text: str) -> bytes:
 
 def _object(raw: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(raw)
+        value = strict_json(raw)
     except (UnicodeDecodeError, ValueError, RecursionError):
         value = None
     if not isinstance(value, dict):

@@ -32,8 +32,8 @@ from app.providers.fields import (
     matching_key,
     parse_form,
     parse_iso8601,
-    parse_json_value,
 )
+from app.providers.json_body import parse_json_value
 from app.providers.recipe_spec import (
     Encoding,
     Locator,

@@ -19,9 +19,9 @@ from app.providers.base import (
     event_id_from,
     event_type_from,
     header,
-    parse_json_object,
     pick_headers,
 )
+from app.providers.json_body import parse_json_object
 
 HANDED_ON = (
     "x-shopify-topic",

@@ -21,10 +21,10 @@ from app.providers.base import (
     event_type_from,
     header,
     parse_hex,
-    parse_json_object,
     parse_timestamp,
     pick_headers,
 )
+from app.providers.json_body import parse_json_object
 from app.providers.request import Reply
 
 HANDED_ON = ("x-slack-retry-num", "x-slack-retry-reason", "x-slack-request-timestamp")

@@ -39,7 +39,8 @@ from app.providers.base import (
     event_id_from,
     pick_headers,
 )
-from app.providers.fields import parse_iso8601, parse_json_value
+from app.providers.fields import parse_iso8601
+from app.providers.json_body import parse_json_value
 from app.providers.request import Inbound, Reply
 from app.settings import ConfigError, SourceConfig
 

@@ -20,9 +20,9 @@ from app.providers.base import (
     check_window,
     event_id_from,
     event_type_from,
-    parse_json_object,
     parse_timestamp,
 )
+from app.providers.json_body import parse_json_object
 from app.providers.recipe import decode_secret
 from app.providers.recipe_spec import SecretEncoding
 from app.settings import ConfigError, SourceConfig, env_suffix

@@ -20,7 +20,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from app.errors import InvalidSignature
 from app.providers.base import Delivery, Verifier, b64decode, event_id_from, pick_headers
-from app.providers.fields import body_digest, matching_key, parse_form, parse_json_value
+from app.providers.fields import body_digest, matching_key, parse_form
+from app.providers.json_body import parse_json_value
 from app.providers.request import Inbound, Reply
 
 TYPE_FIELDS = ("MessageStatus", "SmsStatus", "CallStatus", "EventType")
