@@ -22,9 +22,13 @@ from rq.job import Job, JobStatus, Retry
 from rq.utils import utcformat
 
 # Import paths stored in every job: RQ imports them when the job runs or is abandoned, so
-# they must stay importable as long as such jobs may exist (see workers/job.py).
-JOB_FUNCTION = "workers.runtime.deliver.deliver"
-ON_FAILURE = "workers.runtime.retries.on_failure"
+# they must stay importable as long as such jobs may exist. They name `workers/job.py`, a
+# module kept for that alone, so that moving the code never strands queued jobs, and a
+# worker of an earlier version still runs the jobs a newer receiver writes.
+JOB_FUNCTION = "workers.job.deliver"
+ON_FAILURE = "workers.job.on_failure"
+# Every job function an event's job may name: this one, and those of earlier versions.
+JOB_FUNCTIONS = frozenset({JOB_FUNCTION, "workers.runtime.deliver.deliver"})
 PER_EVENT = ("data", "meta", "description", "created_at", "enqueued_at")
 
 

@@ -14,6 +14,11 @@ from enum import StrEnum
 from typing import Any
 
 
+class UnreadableJob(ValueError):
+    """A job that is not an event's: enqueued on our queue by something else, or written
+    damaged. The worker sends it to the failed registry instead of running it."""
+
+
 class EventStatus(StrEnum):
     """Where an event stands, in the ledger and in its job's meta (`state`)."""
 
@@ -41,7 +46,9 @@ class Outcome(StrEnum):
     REQUEUED = "requeued"
 
 
-SETTLED = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE, EventStatus.DEAD})
+# The ends of a handler that returned, and all the settled states.
+SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
+SETTLED = SUCCESS | {EventStatus.DEAD}
 PENDING = frozenset({EventStatus.QUEUED, EventStatus.RUNNING, EventStatus.RETRYING})
 
 
@@ -61,15 +68,18 @@ class EventCall:
 
     @classmethod
     def from_args(cls, args: tuple[Any, ...] | list[Any]) -> EventCall:
-        source, event_id, event_type, raw, headers, received_at = args
-        return cls(
-            str(source),
-            str(event_id),
-            str(event_type),
-            bytes(raw),
-            dict(headers),
-            float(received_at),
-        )
+        try:
+            source, event_id, event_type, raw, headers, received_at = args
+            return cls(
+                str(source),
+                str(event_id),
+                str(event_type),
+                bytes(raw),
+                dict(headers),
+                float(received_at),
+            )
+        except (TypeError, ValueError):
+            raise UnreadableJob("its arguments are not an event's") from None
 
 
 @dataclass(slots=True)
@@ -118,6 +128,8 @@ class JobMeta:
 
     @classmethod
     def from_meta(cls, meta: dict[str, Any]) -> JobMeta:
+        if not isinstance(meta, dict) or not _REQUIRED.issubset(meta):
+            raise UnreadableJob("its meta is not an event's")
         known = set(_META_FIELDS)
         values = {k: v for k, v in meta.items() if k in known}
         try:
@@ -143,6 +155,7 @@ class JobMeta:
 
 
 _META_FIELDS = tuple(f.name for f in fields(JobMeta) if f.name != "extra")
+_REQUIRED = frozenset(f.name for f in fields(JobMeta) if f.default is MISSING and f.name != "extra")
 _META_DEFAULTS = tuple(
     (f.name, None if f.default is MISSING else f.default)
     for f in fields(JobMeta)

@@ -133,11 +133,13 @@ def wait_http(
 @dataclass
 class RedisProxy:
     """Forwards TCP to Redis. `drop_requests_with` cuts the connection instead of forwarding a
-    command holding those bytes; `drop_replies_after` forwards such a command, then cuts the
-    connection before its answer gets back."""
+    command holding those bytes; `cut_requests_at` forwards what comes before those bytes,
+    then cuts (a pipeline cut partway); `drop_replies_after` forwards such a command, then
+    cuts the connection before its answer gets back."""
 
     target_port: int
     drop_requests_with: bytes | None = None
+    cut_requests_at: bytes | None = None
     drop_replies_after: bytes | None = None
     port: int = 0
     # Every chunk a client sent, in order: one per round trip for a pipelined client.
@@ -176,6 +178,9 @@ class RedisProxy:
             while data := source.recv(65536):
                 if is_request:
                     if self.drop_requests_with and self.drop_requests_with in data:
+                        break
+                    if self.cut_requests_at and self.cut_requests_at in data:
+                        sink.sendall(data[: data.index(self.cut_requests_at)])
                         break
                     sent.append(data)
                     self.log.append(data)

@@ -156,3 +156,23 @@ def test_json_output_stays_exact(hostile_dead_letter: str) -> None:
     shown = json.loads(webhooks("dead", "show", hostile_dead_letter, "--json").stdout)
     assert shown["type"] == "order." + TERMINAL_ATTACKS
     assert json.loads(shown["payload"])["cause"] == f"bad note {TERMINAL_ATTACKS}"
+
+
+def test_a_job_that_is_not_an_events_is_listed_shown_and_requeued_without_error(
+    dead_letters: list[str], redis: Redis
+) -> None:
+    # Something else enqueued on our queue, failed by the worker as not an event's.
+    queue = Queue("webhooks", connection=redis)
+    foreign = queue.enqueue("builtins.print", "x")
+    redis.lrem(queue.key, 0, foreign.id)
+    FailedJobRegistry(queue=queue).add(foreign, exc_string="UnreadableJob: not ours")
+
+    listed = webhooks("dead", "list", "--json")
+    assert listed.exit_code == 0, listed.output
+    row = next(json.loads(x) for x in listed.stdout.splitlines() if foreign.id in x)
+    assert row["error"].startswith("UnreadableJob:") and row["source"] == ""
+    shown = webhooks("dead", "show", foreign.id)
+    assert shown.exit_code == 0 and "UnreadableJob" in shown.stdout
+    requeued = webhooks("dead", "requeue", foreign.id)
+    assert requeued.exit_code == 0, requeued.output
+    assert queue.job_ids == [foreign.id]

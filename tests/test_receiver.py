@@ -68,7 +68,7 @@ def test_the_job_carries_the_verified_bytes_and_labels(
     [job] = queued_jobs(redis)
     source, event_id, event_type, payload, _headers, _received = job.args
     assert (source, event_id, event_type, payload) == ("inbound", "evt_9", "order.created", raw)
-    assert job.func_name == "workers.runtime.deliver.deliver"
+    assert job.func_name == "workers.job.deliver"
     assert job.meta["source"] == "inbound" and job.meta["event_id"] == "evt_9"
     assert job.meta["type"] == "order.created"
     assert job.retries_left == 2

@@ -11,13 +11,15 @@ from redis import Redis
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.utils import import_attribute
 
-from app.jobhash import JOB_FUNCTION
+from app.jobhash import JOB_FUNCTION, JOB_FUNCTIONS, ON_FAILURE
 from app.jobstate import EventStatus, JobMeta
 from app.keys import RQ_QUEUES_SET, Keys, job_id_for
 from app.settings import Settings
 from tests.conftest import Harness, drain, event_body
 from workers import Event, handler
+from workers.runtime.batch import retry_job
 from workers.runtime.retries import ORPHANED
 
 
@@ -31,10 +33,12 @@ def test_the_keys_the_claim_script_writes_are_rqs_own(redis: Redis) -> None:
     assert keys.scheduled == ScheduledJobRegistry(queue=queue).key
 
 
-def test_a_job_enqueued_under_the_old_function_name_still_runs(
-    make_settings: Callable[..., Settings], redis: Redis
+@pytest.mark.parametrize("function", sorted(JOB_FUNCTIONS))
+def test_a_job_stored_under_any_versions_function_name_runs(
+    make_settings: Callable[..., Settings], redis: Redis, function: str
 ) -> None:
-    """Jobs queued or dead-lettered before workers/ was split name `workers.job.deliver`."""
+    """Jobs queued or dead-lettered by any version keep the function path they were
+    written with; RQ imports it when they run."""
     seen: list[str] = []
 
     @handler("inbound", "order.created")
@@ -47,7 +51,7 @@ def test_a_job_enqueued_under_the_old_function_name_still_runs(
                 "prefix": "webhook", "ledger_ttl": 60}  # fmt: skip
     raw = event_body("evt_old")
     Queue("webhooks", connection=redis).enqueue_call(
-        "workers.job.deliver",
+        function,
         args=("inbound", "evt_old", "order.created", raw, {}, 1.0),
         job_id="old-job",
         meta=old_meta,
@@ -55,7 +59,12 @@ def test_a_job_enqueued_under_the_old_function_name_still_runs(
     drain(settings, redis)
     assert seen == ["evt_old"]
     assert Job.fetch("old-job", connection=redis).meta["state"] == "done"
-    assert JOB_FUNCTION != "workers.job.deliver"  # new jobs name the new path
+
+
+def test_the_stored_paths_are_the_stable_aliases_and_import() -> None:
+    # A worker of an earlier version imports these from the jobs a newer receiver writes.
+    assert (JOB_FUNCTION, ON_FAILURE) == ("workers.job.deliver", "workers.job.on_failure")
+    assert callable(import_attribute(JOB_FUNCTION)) and callable(import_attribute(ON_FAILURE))
 
 
 def test_meta_written_by_the_previous_version_reads_back() -> None:
@@ -124,3 +133,38 @@ def test_rqs_sweep_dead_letters_an_abandoned_job_without_retries_through_on_fail
     meta = Job.fetch(job_id, connection=redis).meta
     assert (meta["state"], meta["last_error"]) == ("dead", ORPHANED) and meta["dead_at"]
     assert ledger_status(redis, "evt_orphan") == "dead"
+    # Its payload is in its ledger record, as a settled event's is: replay keeps it after
+    # the dead letter is purged.
+    record = "webhook:event:inbound:evt_orphan"
+    assert redis.hget(record, "payload") == event_body("evt_orphan")
+
+
+@pytest.mark.parametrize("interval", ["0", "600"])
+def test_our_retry_writes_what_rqs_job_retry_writes(
+    make_harness: Callable[..., Harness], redis: Redis, interval: str
+) -> None:
+    """`batch.retry_job` is RQ's `Job.retry` with every write in the caller's pipeline
+    (RQ's writes a scheduled job's status at once). Pinned here against RQ's own."""
+    harness = make_harness(webhook_retry_intervals=interval, webhook_max_retries=2)
+    queue = Queue("webhooks", connection=redis)
+    found = {}
+    for event_id, retry in [("evt_rq", Job.retry), ("evt_ours", None)]:
+        harness.event(event_id)
+        job_id = job_id_for("inbound", event_id)
+        redis.lrem(queue.key, 0, job_id)
+        job = Job.fetch(job_id, connection=redis)
+        with redis.pipeline() as pipe:
+            if retry is None:
+                retry_job(job, queue, pipe)
+            else:
+                retry(job, queue, pipe)
+            pipe.execute()
+        fields = redis.hgetall(job.key)
+        found[event_id] = (
+            fields[b"status"],
+            fields.get(b"retries_left"),
+            job_id in queue.job_ids,
+            job_id in queue.scheduled_job_registry,
+        )
+    assert found["evt_ours"] == found["evt_rq"]
+    assert found["evt_ours"][2:] == ((True, False) if interval == "0" else (False, True))

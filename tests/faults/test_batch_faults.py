@@ -3,8 +3,10 @@ that was running counts an attempt; the others are done exactly once, promptly."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import time
 from collections.abc import Callable
 
 import pytest
@@ -75,3 +77,39 @@ def test_a_killed_workers_batch_is_recovered_with_one_attempt_counted(
     # one attempt more. b3 and b4 never started: no attempt counted before they ran.
     assert [attempts(redis, e) for e, _ in EVENTS] == [1, 2, 1, 1]
     assert [effects(redis, e) for e, _ in EVENTS] == [1, 1, 1, 1]
+
+
+def settled_lines(*workers: Process) -> list[tuple[str, str]]:
+    """(event id, state) of every settled line the workers printed."""
+    found = []
+    for worker in workers:
+        for line in worker.output().splitlines():
+            if line.startswith("{") and '"event_id"' in line:
+                record = json.loads(line)
+                if record.get("state") in {"done", "ignored", "retry_scheduled", "dead_lettered"}:
+                    found.append((record["event_id"], record["state"]))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("mode", ["fork", "simple"])
+def test_a_batch_longer_than_the_heartbeat_expiry_runs_and_settles_each_event_once(
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack], mode: str
+) -> None:
+    # 18 handlers of 1 s in one batch: 18 s, past the 15 s a missed heartbeat is tolerated,
+    # with reports flowing all along; a second worker's maintenance sweeps meanwhile.
+    stack = make_stack(redis_server.url, WEBHOOK_WORKER_MODE=mode, WEBHOOK_MAINTENANCE_INTERVAL="2")
+    web = stack.start("web")
+    ids = [f"long{i:02}" for i in range(18)]
+    for event_id in ids:
+        redis.set(f"sleep:{event_id}", 1)
+        assert send(web.url, event_id, "order.slow").json()["status"] == "accepted"
+    first = stack.start("worker")
+    wait_until(lambda: redis.get(f"starts:{ids[0]}") == b"1", 30, "the batch to start")
+    second = stack.start("worker")
+
+    wait_until(lambda: all(effects(redis, e) >= 1 for e in ids), 60, "every effect")
+    time.sleep(3)  # a second run or settle would show by now
+    first.stop(), second.stop()
+    assert [effects(redis, e) for e in ids] == [1] * len(ids)
+    assert [int(redis.get(f"starts:{e}") or 0) for e in ids] == [1] * len(ids)
+    assert settled_lines(first, second) == [(e, "done") for e in ids]

@@ -17,7 +17,7 @@ from typing import Any
 from flask import Flask, Response, jsonify
 
 from app.formats import iso
-from app.jobstate import JobMeta
+from app.jobstate import JobMeta, UnreadableJob
 
 # (template, pattern, replacement): each pattern must match exactly once.
 TEMPLATE_EDITS: tuple[tuple[str, str, str], ...] = (
@@ -50,9 +50,12 @@ def edit_template(name: str, source: str) -> str:
 
 def readable_metadata(meta: dict[str, Any]) -> str:
     """A job's meta as lines of `name: value`, an event's in the order an operator reads."""
-    if not meta.get("source") or "event_id" not in meta:
-        return "\n".join(f"{key}: {json.dumps(value)}" for key, value in sorted(meta.items()))
-    event = JobMeta.from_meta(meta)
+    try:
+        event = JobMeta.from_meta(meta)
+    except UnreadableJob:  # a job enqueued by something else than the receiver
+        return "\n".join(
+            f"{key}: {json.dumps(value, default=str)}" for key, value in sorted(meta.items())
+        )
     rows: list[tuple[str, object]] = [
         ("source", event.source),
         ("type", event.type or "-"),

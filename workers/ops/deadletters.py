@@ -16,10 +16,10 @@ from rq.job import Job
 from rq.registry import FailedJobRegistry
 
 from app.formats import iso
-from app.jobstate import EventCall, EventStatus, Outcome
+from app.jobstate import EventStatus, Outcome, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
-from workers.runtime.outcomes import meta_of, record
+from workers.runtime.outcomes import meta_of, read_event, record
 from workers.runtime.retries import restore_budget
 
 
@@ -41,7 +41,12 @@ class DeadLetter:
 
 
 def dead_letter_of(job: Job) -> DeadLetter:
-    meta = meta_of(job)
+    try:
+        meta = meta_of(job)
+    except UnreadableJob as exc:
+        # Not an event's job (something else enqueued it on our queue): listed as it is.
+        ended = job.ended_at.timestamp() if job.ended_at else None
+        return DeadLetter(job.id, "", "", "", 0, f"UnreadableJob: {exc}", iso(ended), ended)
     return DeadLetter(
         job_id=job.id,
         source=meta.source,
@@ -127,14 +132,20 @@ class DeadLetters:
         job = self.get(job_id)
         if job is None:
             return False
-        meta = meta_of(job)
-        restore_budget(job, meta, self.settings)
-        job.meta = meta.to_meta()
+        try:
+            meta = meta_of(job)
+        except UnreadableJob:
+            meta = None  # not an event's job: requeued as RQ would, the worker fails it again
+        if meta is not None:
+            restore_budget(job, meta, self.settings)
+            job.meta = meta.to_meta()
         try:
             # RQ saves the whole job (our restored budget and meta included) as it requeues.
             self.registry.requeue(job)
         except InvalidJobOperation:
             return False  # requeued or purged by someone else meanwhile
+        if meta is None:
+            return True
         with self.connection.pipeline(transaction=False) as pipe:
             record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED)
             pipe.execute()
@@ -154,13 +165,20 @@ class DeadLetters:
         if job is None:
             return None
         result = job.latest_result()
-        meta, call = meta_of(job), EventCall.from_args(job.args)
+        try:
+            meta, call = read_event(job)
+            event = {
+                "received_at": iso(meta.received_at),
+                "requeues": meta.requeues,
+                "permanent": meta.permanent,
+                "headers": call.headers,
+                "payload": call.raw.decode("utf-8", errors="replace"),
+            }
+        except UnreadableJob:  # not an event's job: what RQ knows of it
+            event = {"received_at": None, "requeues": 0, "permanent": False, "headers": {},
+                     "payload": ""}  # fmt: skip
         return {
             **dead_letter_of(job).as_dict(),
-            "received_at": iso(meta.received_at),
-            "requeues": meta.requeues,
-            "permanent": meta.permanent,
-            "headers": call.headers,
-            "payload": call.raw.decode("utf-8", errors="replace"),
+            **event,
             "traceback": result.exc_string if result is not None else None,
         }

@@ -1,5 +1,5 @@
-"""A batch of jobs on RQ's own data model: taken in one round trip, begun in one pipeline,
-settled in one pipeline.
+"""A batch of jobs on RQ's own data model: taken in one round trip (`take.py`), begun in one
+pipeline, settled in one pipeline.
 
 RQ's worker spends about 60 commands and a dozen round trips on each job; with Redis
 fsyncing every write (`appendfsync always`), each round trip that writes costs a disk
@@ -19,7 +19,6 @@ from enum import Enum
 from typing import Any
 from uuid import uuid4
 
-from redis import Redis
 from redis.client import Pipeline
 from rq import Queue
 from rq.executions import Execution, ExecutionRegistry, cleanup_execution
@@ -27,20 +26,6 @@ from rq.job import Job, JobStatus
 from rq.registry import FinishedJobRegistry, StartedJobRegistry
 from rq.results import Result
 from rq.utils import current_timestamp, now, utcformat
-
-# Moves up to ARGV[1] job ids from the queue to RQ's intermediate queue, as RQ's own
-# dequeue does one at a time (LMOVE queue intermediate LEFT RIGHT), and returns each id
-# with its job hash: no second round trip to fetch them.
-TAKE = """
-local taken = {}
-for i = 1, tonumber(ARGV[1]) do
-  local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
-  if not id then break end
-  taken[#taken + 1] = id
-  taken[#taken + 1] = redis.call('HGETALL', 'rq:job:' .. id)
-end
-return taken
-"""
 
 
 class Fate(Enum):
@@ -82,36 +67,6 @@ class Batch:
         return [entry.job for entry in self.entries]
 
 
-def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batch | None:
-    """Up to `limit` jobs, without waiting when there are any; else wait up to `block`
-    seconds for one (None: do not wait). A lone event is never held back for a batch."""
-    found = connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit)
-    if not found and block:
-        first = connection.blmove(queue.key, queue.intermediate_queue_key, block, "LEFT", "RIGHT")
-        if first is None:
-            return None
-        first_id = first.decode() if isinstance(first, bytes) else str(first)
-        fields = connection.hgetall(Job.key_for(first_id))
-        found = [first, [item for pair in fields.items() for item in pair]]
-        found += connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit - 1)
-    if not found:
-        return None
-    batch = Batch(queue)
-    gone = []
-    for job_id, fields in zip(found[::2], found[1::2], strict=True):
-        if not fields:
-            gone.append(job_id)  # deleted while queued; RQ's dequeue skips these too
-            continue
-        # serializer=None: RQ's default, without re-checking its protocol for every job.
-        job = Job(job_id.decode(), connection=connection)
-        mapping = dict(zip(fields[::2], fields[1::2], strict=True))
-        job.restore(mapping)
-        batch.entries.append(Entry(job, fields=mapping))
-    for job_id in gone:
-        connection.lrem(queue.intermediate_queue_key, 1, job_id)
-    return batch if batch.entries else None
-
-
 def begin(pipe: Pipeline, worker: Any, batch: Batch, ttl: int) -> None:
     """Each job becomes an execution of this worker, in the started registry, off the
     intermediate queue: what RQ's `Execution.create` and `prepare_job_execution` write,
@@ -135,9 +90,11 @@ def begin(pipe: Pipeline, worker: Any, batch: Batch, ttl: int) -> None:
 
 
 def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
-    """Keep every execution of the batch alive, as RQ's `maintain_heartbeats` does for one."""
+    """Keep every execution of the batch alive until it settles, as RQ's
+    `maintain_heartbeats` does for one: those whose handler returned too, or another
+    worker's recovery would settle them while their batch runs."""
     for entry in batch.entries:
-        if entry.execution is not None and entry.ended_at is None:
+        if entry.execution is not None:
             entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
 
 
@@ -222,8 +179,20 @@ def settle_failure(pipe: Pipeline, worker: Any, batch: Batch, entry: Entry) -> b
     if entry.started_at and entry.ended_at:
         worker.increment_total_working_time(entry.ended_at - entry.started_at, pipe)
     if retry:
-        job.retry(batch.queue, pipe)
+        retry_job(job, batch.queue, pipe)
     return retry
+
+
+def retry_job(job: Job, queue: Queue, pipe: Pipeline) -> None:
+    """RQ's `Job.retry`, with every write in the pipeline: RQ's writes a scheduled job's
+    status at once, outside the transaction, which would abort it (it watches the jobs)."""
+    interval = job.get_retry_interval()
+    job.retries_left = int(job.retries_left or 0) - 1
+    if interval:
+        job.set_status(JobStatus.SCHEDULED, pipeline=pipe)
+        queue.schedule_job(job, now() + timedelta(seconds=interval), pipeline=pipe)
+    else:
+        queue._enqueue_job(job, pipeline=pipe, at_front=job.enqueue_at_front_on_retry)
 
 
 def put_back(pipe: Pipeline, worker: Any, batch: Batch, entries: Sequence[Entry]) -> None:
@@ -234,7 +203,3 @@ def put_back(pipe: Pipeline, worker: Any, batch: Batch, entries: Sequence[Entry]
             cleanup_execution(worker, job, pipe, entry.execution)
         job.set_status(JobStatus.QUEUED, pipeline=pipe)
         pipe.lpush(batch.queue.key, job.id)
-
-
-def working_time(entry: Entry) -> timedelta:
-    return (entry.ended_at or now()) - (entry.started_at or now())

@@ -11,10 +11,14 @@ from the reports which jobs ended and which one was running.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import pickle
 import select
+import signal
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +26,12 @@ from typing import Any
 from redis import Redis
 from rq.job import Job
 
+from app.logs import logger
 from app.settings import Settings
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
 
 _LENGTH = struct.Struct("!I")
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +87,16 @@ class Reader:
             self.buffer += chunk
 
 
+def die_with_parent(parent: int) -> None:
+    """In the child: be killed when the worker dies. A child of a SIGKILLed worker would
+    otherwise finish its handler while recovery hands the same job to another worker."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the request took effect
+        os._exit(1)
+
+
 class Horse:
     def __init__(self, connection: Redis, settings: Settings, stop: StopAfterCurrent) -> None:
         self.connection = connection
@@ -91,20 +107,28 @@ class Horse:
         self.reader: Reader | None = None
 
     def ensure(self) -> None:
+        if self.pid and os.waitpid(self.pid, os.WNOHANG)[0] == self.pid:
+            # It died between batches (the OOM killer, a stray kill): replace it now.
+            logger.warning("the batch child died while idle; starting another")
+            self.forget()
         if self.pid:
             return
         task_read, task_write = os.pipe()
         report_read, report_write = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(task_write)
             os.close(report_read)
             os.setpgrp()  # Ctrl+C reaches the worker's group; the child finishes its job
+            die_with_parent(parent)
             child_signals(self.stop)
             code = 1
             try:
                 self.serve(Reader(task_read), report_write)
                 code = 0
+            except BaseException:
+                logger.exception("the batch child failed")
             finally:
                 os._exit(code)
         os.close(task_read)
@@ -118,11 +142,12 @@ class Horse:
             jobs = []
             for job_id, fields in hashes:
                 job = Job(job_id, connection=self.connection)
-                job.restore(fields)
+                job.restore(fields)  # the worker restored the same hash when it took it
                 jobs.append(job)
-            self.stop.requested = False
             run_batch(jobs, self.connection, self.settings, lambda r: send(reports, r), self.stop)
             send(reports, Done())
+            # Reset only now: a stop asked for before the batch was read applies to it.
+            self.stop.requested = False
 
     def run(
         self,
@@ -137,12 +162,19 @@ class Horse:
         `before_wait` runs once the child has the batch, before its reports are awaited."""
         self.ensure()
         assert self.reader is not None
-        send(self.tasks, hashes)
+        try:
+            send(self.tasks, hashes)
+        except BrokenPipeError:
+            return self.reap()  # it died before reading the batch: no job started
         before_wait()
+        # `idle` keeps the batch alive: due every `interval`, whether reports flow or not.
+        due = time.monotonic() + interval
         while True:
-            ready, _, _ = select.select([self.reports], [], [], interval)
-            if not ready:
+            ready, _, _ = select.select([self.reports], [], [], max(due - time.monotonic(), 0))
+            if time.monotonic() >= due:
                 idle()
+                due = time.monotonic() + interval
+            if not ready:
                 continue
             messages = self.reader.read()
             if messages is None:
@@ -158,10 +190,13 @@ class Horse:
 
     def reap(self) -> int:
         _, status = os.waitpid(self.pid, 0)
+        self.forget()
+        return status or 1
+
+    def forget(self) -> None:
         for fd in (self.tasks, self.reports):
             os.close(fd)
         self.pid, self.tasks, self.reports, self.reader = 0, -1, -1, None
-        return status or 1
 
     def close(self) -> None:
         """Let the child end after its current batch (its task pipe closes), and reap it."""

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from rq.job import Job
 
-from app.jobstate import EventStatus, JobMeta, Outcome
+from app.jobhash import JOB_FUNCTIONS
+from app.jobstate import EventCall, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
 
@@ -35,6 +36,19 @@ class Commands(Protocol):
 
 def meta_of(job: Job) -> JobMeta:
     return JobMeta.from_meta(job.meta)
+
+
+def read_event(job: Job) -> tuple[JobMeta, EventCall]:
+    """The job's meta and call; UnreadableJob when it is not an event's job (enqueued on
+    the queue by something else, or damaged), which must not run nor stop the others."""
+    try:
+        if job.func_name not in JOB_FUNCTIONS:
+            raise UnreadableJob(f"its function is {job.func_name!r}, not the webhook receiver's")
+        return meta_of(job), EventCall.from_args(job.args)
+    except UnreadableJob:
+        raise
+    except Exception as exc:  # anything unpickling a damaged hash may raise
+        raise UnreadableJob(f"its data cannot be read ({type(exc).__name__})") from None
 
 
 def save_meta(commands: Commands, job: Job, meta: JobMeta) -> None:

@@ -22,14 +22,13 @@ from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.utils import current_timestamp, now
 
-from app.jobstate import PENDING, EventStatus
+from app.jobstate import PENDING, SUCCESS, EventStatus, UnreadableJob
 from app.logs import log_state
 from workers.runtime.batch import Batch, Entry, Fate
 from workers.runtime.outcomes import meta_of
 from workers.runtime.settlement import settle_batch
 
 STUCK_SECONDS = 5
-SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
 PUT_BACK = """
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
   redis.call('LPUSH', KEYS[2], ARGV[1])
@@ -54,7 +53,10 @@ def recover_batches(worker: Any, queue: Queue) -> None:
         if job is None or job.get_status(refresh=False) != JobStatus.STARTED:
             continue  # RQ's sweep drops these leftovers
         entry = Entry(job, execution, started_at=job.started_at, ended_at=job.last_heartbeat)
-        state = meta_of(job).state
+        try:
+            state = meta_of(job).state
+        except UnreadableJob:
+            continue  # not an event's job: RQ's sweep fails it
         if state in SUCCESS:
             ended.append(entry)
         elif state in PENDING - {EventStatus.RUNNING}:
@@ -64,8 +66,7 @@ def recover_batches(worker: Any, queue: Queue) -> None:
     for entry in ended:
         entry.fate, entry.ended_at = Fate.SUCCEEDED, entry.ended_at or now()
     batch.entries += ended
-    settle_batch(worker, batch)
-    for entry in batch.entries:
+    for entry in settle_batch(worker, batch):
         if entry.fate is Fate.NOT_STARTED:
             meta = meta_of(entry.job)
             log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery")

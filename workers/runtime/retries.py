@@ -20,9 +20,9 @@ from redis import Redis
 from rq.exceptions import AbandonedJobError
 from rq.job import Job
 
-from app.jobstate import EventStatus, JobMeta, Outcome
+from app.jobstate import EventStatus, JobMeta, Outcome, UnreadableJob
 from app.settings import Settings
-from workers.runtime.outcomes import log_outcome, meta_of, settle
+from workers.runtime.outcomes import log_outcome, read_event, settle
 
 ORPHANED = "worker died during the attempt (AbandonedJobError)"
 
@@ -51,13 +51,19 @@ def on_failure(
     (`workers/runtime/worker.py`); only an abandoned attempt is handled here."""
     if not issubclass(exc_type, AbandonedJobError):
         return
-    meta = meta_of(job)
+    try:
+        meta, call = read_event(job)
+    except UnreadableJob:
+        return  # RQ's sweep fails it; there is no event to account for
     # The same test RQ's sweep makes right after this callback, on the same job object.
     retry = bool(job.retries_left and job.retries_left > 0)
     status = EventStatus.RETRYING if retry else EventStatus.DEAD
     with connection.pipeline(transaction=False) as pipe:
         outcome = Outcome.RETRIED if retry else Outcome.DEAD_LETTERED
-        settle(pipe, job, meta, status, outcome, ORPHANED)
+        # A dead letter's record gets its payload, as a settled event's does: the ledger
+        # and replay keep it after the dead letter is purged.
+        payload = None if retry else call.raw
+        settle(pipe, job, meta, status, outcome, ORPHANED, payload)
         pipe.execute()
     if retry:
         # `job.retry` enqueues at once when there is no interval. RQ saves the job without

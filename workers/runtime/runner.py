@@ -24,10 +24,10 @@ from rq.job_lifecycle import format_exc_info
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.utils import now
 
-from app.jobstate import EventStatus
+from app.jobstate import EventStatus, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
-from workers.runtime.outcomes import begin, meta_of
+from workers.runtime.outcomes import begin, read_event
 from workers.runtime.retries import restore_budget
 
 DEFAULT_TIMEOUT = 180
@@ -102,13 +102,22 @@ def run_batch(
     settings: Settings,
     report: Report,
     stop: StopAfterCurrent,
+    between: Callable[[], None] | None = None,
 ) -> None:
+    """Run the jobs in order, reporting each; `between` runs before each handler (the
+    worker's heartbeat, when the batch runs in its own process)."""
     stream = Stream(connection)
     try:
         for index, job in enumerate(jobs):
             if stop.requested:
                 return
-            meta = meta_of(job)
+            if between is not None:
+                between()
+            try:
+                meta, _ = read_event(job)
+            except UnreadableJob as exc:
+                report(refused(index, job, str(exc)))
+                continue
             requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
             if requeued:
                 restore_budget(job, meta, settings)
@@ -125,6 +134,13 @@ def run_batch(
             report(ended)
     finally:
         stream.close()
+
+
+def refused(index: int, job: Job, reason: str) -> Ended:
+    """A job that is not an event's ends failed with no retry left: in the failed registry,
+    where an operator sees it, instead of stopping the batches behind it."""
+    meta = job.meta if isinstance(job.meta, dict) else {}
+    return Ended(index, False, None, f"UnreadableJob: {reason}", 0, None, meta, now())
 
 
 def perform(index: int, job: Job) -> Ended:

@@ -5,66 +5,150 @@ failures go through RQ's own failure handling, job by job (retried, or to the fa
 registry: our dead letters); jobs never started go back to the head of the queue. Our
 meta rides in RQ's writes, the ledger record gets the event's state (and, once settled,
 its payload), and the outcome counters are added once per batch.
+
+A job is settled once, whoever settles it. The worker that ran it and another worker's
+recovery may both try (the runner's heartbeats were late, or its settle was slow): the
+transaction watches the jobs' hashes, which every settlement writes, and settles only the
+jobs whose execution is still in the started registry, which every settlement leaves. The
+second one to commit finds its jobs changed, looks again, and leaves them.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from redis.client import Pipeline
+from redis.exceptions import WatchError
 from rq.job import Job
 
-from app.jobstate import EventCall, EventStatus, JobMeta, Outcome
+from app.jobstate import SUCCESS, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
+from app.logs import logger
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Entry, Fate
-from workers.runtime.outcomes import conclude, log_outcome, meta_of, record_end, settle
+from workers.runtime.outcomes import conclude, log_outcome, read_event, record_end, settle
 from workers.runtime.retries import last_error, retry_delay
 
-SUCCESS = frozenset({EventStatus.DONE, EventStatus.IGNORED, EventStatus.STALE})
-Logged = tuple[Job, JobMeta, EventStatus, str, int | None]
+# Each attempt after the first follows a settlement by someone else; more than a few in a
+# row would mean something rewrites job hashes in a loop.
+ATTEMPTS = 5
 
 
-def settle_batch(worker: Any, batch: Batch) -> None:
+@dataclass(frozen=True, slots=True)
+class Logged:
+    job: Job
+    meta: JobMeta | None  # None: not an event's job
+    status: EventStatus
+    error: str = ""
+    delay: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """What building the transaction changes on a job object, put back to build it again."""
+
+    retries_left: int | None
+    meta: dict[str, Any]
+    status: Any
+
+    @classmethod
+    def of(cls, job: Job) -> JobState:
+        return cls(job.retries_left, copy.deepcopy(job.meta), job._status)
+
+    def restore(self, job: Job) -> None:
+        job.retries_left, job.meta, job._status = self.retries_left, self.meta, self.status
+
+
+def settle_batch(worker: Any, batch: Batch) -> list[Entry]:
+    """Settle the batch's jobs that nobody else has; returns those it settled."""
+    entries = [e for e in batch.entries if e.execution is not None]
+    if not entries:
+        return []
+    states = [JobState.of(e.job) for e in entries]
+    for _ in range(ATTEMPTS):
+        with worker.connection.pipeline() as pipe:
+            try:
+                pipe.watch(*[e.job.key for e in entries])
+                held = still_held(pipe, batch, entries)
+                pipe.multi()
+                logged = queue_settlement(pipe, worker, batch, held)
+                pipe.execute()
+                break
+            except WatchError:
+                for entry, state in zip(entries, states, strict=True):
+                    state.restore(entry.job)
+    else:
+        raise RuntimeError(f"settling a batch of {len(entries)}: its jobs kept changing")
+    settled = {id(entry) for entry in held}
+    for entry in entries:
+        if id(entry) not in settled:
+            worker.executions.pop(entry.execution.id, None)  # type: ignore[union-attr]
+            logger.warning(
+                "job settled by another worker; not settled again", extra={"job_id": entry.job.id}
+            )
+    for line in logged:
+        if line.meta is None:
+            logger.error(
+                "a job that is not a webhook event's was moved to the failed registry",
+                extra={"job_id": line.job.id, "error": line.error},
+            )
+        else:
+            log_outcome(line.job, line.meta, line.status, line.error, line.delay)
+    return held
+
+
+def still_held(pipe: Pipeline, batch: Batch, entries: list[Entry]) -> list[Entry]:
+    """The entries whose execution is still in the started registry: nobody settled them."""
+    members = [e.execution.composite_key for e in entries]  # type: ignore[union-attr]
+    scores = pipe.zmscore(batch.started.key, members)
+    return [entry for entry, score in zip(entries, scores, strict=True) if score is not None]
+
+
+def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry]) -> list[Logged]:
     logged: list[Logged] = []
     successes: list[Entry] = []
     counts: Counter[tuple[str, str, str, Outcome]] = Counter()
-    with worker.connection.pipeline() as pipe:
-        for entry in batch.entries:
-            if entry.fate is Fate.NOT_STARTED:
-                continue
-            job, meta = entry.job, meta_of(entry.job)
-            job.started_at, job.ended_at = entry.started_at, entry.ended_at
-            raw = EventCall.from_args(job.args).raw
-            if entry.fate is Fate.SUCCEEDED:
-                status = meta.state if meta.state in SUCCESS else EventStatus.DONE
-                conclude(meta, status)
-                job.meta = meta.to_meta()  # saved with RQ's own write of the job
-                record_end(pipe, job, meta, None, raw)
-                counts[(meta.prefix, job.origin, meta.source, Outcome(str(status)))] += 1
-                successes.append(entry)
-                logged.append((job, meta, status, "", None))
-                continue
-            logged.append(settle_failure(pipe, worker, batch, entry, meta, raw))
-        batches.settle_successes(pipe, worker, batch, successes)
-        for (prefix, origin, source, outcome), count in counts.items():
-            if prefix:
-                pipe.hincrby(Keys(prefix, origin).stats(source), str(outcome), count)
-        batches.put_back(
-            pipe, worker, batch, [e for e in batch.entries if e.fate is Fate.NOT_STARTED]
-        )
-        pipe.execute()
-    for job, meta, status, error, delay in logged:
-        log_outcome(job, meta, status, error, delay)
+    for entry in held:
+        if entry.fate is Fate.NOT_STARTED:
+            continue
+        job = entry.job
+        job.started_at, job.ended_at = entry.started_at, entry.ended_at
+        try:
+            meta, call = read_event(job)
+        except UnreadableJob as exc:
+            job.retries_left = 0  # to the failed registry, through RQ's own failure path
+            batches.settle_failure(pipe, worker, batch, entry)
+            logged.append(Logged(job, None, EventStatus.DEAD, str(exc)))
+            continue
+        raw = call.raw
+        if entry.fate is Fate.SUCCEEDED:
+            status = meta.state if meta.state in SUCCESS else EventStatus.DONE
+            conclude(meta, status)
+            job.meta = meta.to_meta()  # saved with RQ's own write of the job
+            record_end(pipe, job, meta, None, raw)
+            counts[(meta.prefix, job.origin, meta.source, Outcome(str(status)))] += 1
+            successes.append(entry)
+            logged.append(Logged(job, meta, status))
+            continue
+        logged.append(settle_failure(pipe, worker, batch, entry, meta, raw))
+    batches.settle_successes(pipe, worker, batch, successes)
+    for (prefix, origin, source, outcome), count in counts.items():
+        if prefix:
+            pipe.hincrby(Keys(prefix, origin).stats(source), str(outcome), count)
+    batches.put_back(pipe, worker, batch, [e for e in held if e.fate is Fate.NOT_STARTED])
+    return logged
 
 
 def settle_failure(
-    pipe: Any, worker: Any, batch: Batch, entry: Entry, meta: JobMeta, raw: bytes
+    pipe: Pipeline, worker: Any, batch: Batch, entry: Entry, meta: JobMeta, raw: bytes
 ) -> Logged:
     job = entry.job
     delay, error = retry_delay(job), last_error(entry.exc_string)
     if batches.settle_failure(pipe, worker, batch, entry):
         settle(pipe, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
-        return job, meta, EventStatus.RETRYING, error, delay
+        return Logged(job, meta, EventStatus.RETRYING, error, delay)
     settle(pipe, job, meta, EventStatus.DEAD, Outcome.DEAD_LETTERED, error, raw)
-    return job, meta, EventStatus.DEAD, error, None
+    return Logged(job, meta, EventStatus.DEAD, error)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
@@ -35,8 +36,9 @@ from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
 from workers.runtime.horse import Horse
 from workers.runtime.recovery import recover
-from workers.runtime.runner import Ended, Started, StopAfterCurrent, run_batch
+from workers.runtime.runner import DEFAULT_TIMEOUT, Ended, Started, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
+from workers.runtime.take import take
 
 # Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
 HEARTBEAT_INTERVAL = 5
@@ -56,6 +58,9 @@ class WebhookWorker(BaseWorker):
         self.stop_after_current = StopAfterCurrent()
         self.horse = Horse(self.connection, settings, self.stop_after_current)
         self._batch: Batch | None = None
+        self._beat_at = 0.0
+        self._critical = 0
+        self._stop_pending = False
         # A batch whose handlers have run, settled while the next one runs (or before the
         # worker waits for work, or stops).
         self._unsettled: Batch | None = None
@@ -75,7 +80,7 @@ class WebhookWorker(BaseWorker):
             if self.should_run_maintenance_tasks:
                 self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
             size = self.settings.webhook_batch_size
-            found = batches.take(self.connection, queue, size, None)
+            found = take(self.connection, queue, size, None)
             if found is None and self._unsettled is not None:
                 # Nothing to overlap it with: settle it now (a retry may come of it).
                 self.settle_unsettled()
@@ -89,7 +94,7 @@ class WebhookWorker(BaseWorker):
                     if left <= 0:
                         return None
                     block = max(1, min(timeout, int(left)))
-                found = batches.take(self.connection, queue, size, block)
+                found = take(self.connection, queue, size, block)
             if found is not None:
                 self._batch = found
                 return found.entries[0].job, queue
@@ -97,24 +102,28 @@ class WebhookWorker(BaseWorker):
     def execute_job(self, job: Job, queue: Queue) -> None:
         batch, self._batch = self._batch, None
         assert batch is not None and batch.entries[0].job is job
-        ttl = self.get_heartbeat_ttl(job)
-        # Not a transaction: a begin cut halfway leaves jobs that recovery takes back.
-        with signals_deferred(), self.connection.pipeline(transaction=False) as pipe:
+        ttl = self.batch_ttl(batch)
+        # One transaction: a begin cut partway would leave jobs off the intermediate queue
+        # and not yet in the started registry, where no recovery looks.
+        with self.critical(), self.connection.pipeline() as pipe:
             batches.begin(pipe, self, batch, ttl)
             self.set_state(WorkerStatus.BUSY, pipeline=pipe)
             self.heartbeat(ttl, pipeline=pipe)
             pipe.execute()
+        self._beat_at = time.monotonic()
         if self.isolated:
             self.run_in_horse(batch)
         else:
             self.settle_unsettled()
             report, stop = self.reported(batch), self.stop_after_current
-            run_batch(batch.jobs, self.connection, self.settings, report, stop)
+            run_batch(
+                batch.jobs, self.connection, self.settings, report, stop, self.beat_when_due(batch)
+            )
         self._unsettled = batch
 
     def settle_unsettled(self) -> None:
         if self._unsettled is not None:
-            with signals_deferred():
+            with self.critical():
                 settle_batch(self, self._unsettled)
                 self._unsettled = None
 
@@ -143,7 +152,42 @@ class WebhookWorker(BaseWorker):
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
         # least a minute before any sweep may retry it.
-        return int(self.job_monitoring_interval) + HEARTBEAT_GRACE
+        if self.isolated:
+            return int(self.job_monitoring_interval) + HEARTBEAT_GRACE
+        # In simple mode the worker heartbeats only between handlers: a running one must
+        # not look orphaned before its own timeout ends it (as RQ's SimpleWorker does).
+        return int(job.timeout or DEFAULT_TIMEOUT) + HEARTBEAT_GRACE
+
+    def batch_ttl(self, batch: Batch) -> int:
+        return max(self.get_heartbeat_ttl(entry.job) for entry in batch.entries)
+
+    def beat_when_due(self, batch: Batch) -> Callable[[], None]:
+        def beat() -> None:
+            if time.monotonic() - self._beat_at >= self.job_monitoring_interval:
+                self.keep_alive(batch)
+
+        return beat
+
+    @contextmanager
+    def critical(self) -> Iterator[None]:
+        """A warm stop (RQ raises StopRequested from its signal handler when the worker is
+        not busy) waits until the transaction in flight has its answer: one cut between
+        being sent and being answered could not be told applied from not. A second signal
+        still stops the worker at once (RQ's cold shutdown)."""
+        self._critical += 1
+        try:
+            yield
+        finally:
+            self._critical -= 1
+        if not self._critical and self._stop_pending:
+            self._stop_pending = False
+            super()._shutdown()  # type: ignore[no-untyped-call]
+
+    def _shutdown(self) -> None:
+        if self._critical and self.get_state() != WorkerStatus.BUSY:
+            self._stop_pending = True
+            return
+        super()._shutdown()  # type: ignore[no-untyped-call]
 
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signalled = True
@@ -173,11 +217,12 @@ class WebhookWorker(BaseWorker):
             self.child_died(batch, status)
 
     def keep_alive(self, batch: Batch) -> None:
-        ttl = self.get_heartbeat_ttl(batch.entries[0].job)
+        ttl = self.batch_ttl(batch)
         with self.connection.pipeline() as pipe:
             self.heartbeat(ttl, pipeline=pipe)
             batches.heartbeat(pipe, batch, ttl)
             pipe.execute()
+        self._beat_at = time.monotonic()
         running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
         if running is not None and running.started_at is not None:
             timeout = running.job.timeout or 180
@@ -207,16 +252,3 @@ class WebhookWorker(BaseWorker):
             entry.fate = Fate.SUCCEEDED if report.ok else Fate.FAILED
 
         return apply
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """A stop signal waits until the transaction in flight has its answer: RQ's warm
-    shutdown raises from its handler when the worker is idle, and a transaction cut
-    between being sent and being answered could not be told applied from not."""
-    stops = {signal.SIGTERM, signal.SIGINT}
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

@@ -1,0 +1,72 @@
+"""The batch child (`workers/runtime/horse.py`): replaced when it dies between batches."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq import Queue
+
+from tests.conftest import Harness
+from tests.processes import wait_until
+from workers import Event, handler
+from workers.runtime.horse import Horse
+from workers.runtime.runner import Ended, Started, StopAfterCurrent
+from workers.runtime.take import take
+
+
+def is_zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+@pytest.fixture
+def idle_child_killed(
+    make_harness: Callable[..., Harness], redis: Redis
+) -> Iterator[tuple[Horse, list[tuple[str, dict[bytes, bytes]]]]]:
+    """A child started, then SIGKILLed while it waits for a batch (the OOM killer's way);
+    and a batch of one event for it."""
+    harness = make_harness()
+
+    @handler("inbound", "order.created")
+    def ok(event: Event) -> None:
+        redis.rpush("seen", event.id)
+
+    harness.event("h0")
+    horse = Horse(redis, harness.settings, StopAfterCurrent())
+    horse.ensure()
+    os.kill(horse.pid, signal.SIGKILL)
+    dead = horse.pid
+    wait_until(lambda: is_zombie(dead), 10, "the child to die")
+    batch = take(redis, Queue("webhooks", connection=redis), 10, None)
+    assert batch is not None
+    yield horse, [(e.job.id, e.fields) for e in batch.entries]
+    horse.close()
+
+
+def test_a_child_that_died_while_idle_is_replaced_and_runs_the_next_batch(
+    idle_child_killed: tuple[Horse, list[tuple[str, dict[bytes, bytes]]]], redis: Redis
+) -> None:
+    horse, hashes = idle_child_killed
+    dead = horse.pid
+    reports: list[Started | Ended] = []
+    status = horse.run(hashes, reports.append, lambda: None, 5, lambda: None)
+    assert status == 0 and horse.pid not in (0, dead)
+    assert [type(r) for r in reports] == [Started, Ended] and isinstance(reports[1], Ended)
+    assert reports[1].ok and redis.lrange("seen", 0, -1) == [b"h0"]
+
+
+def test_a_child_gone_before_it_reads_the_batch_reports_no_job_started(
+    idle_child_killed: tuple[Horse, list[tuple[str, dict[bytes, bytes]]]],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    horse, hashes = idle_child_killed
+    monkeypatch.setattr(horse, "ensure", lambda: None)  # it dies after the check
+    reports: list[Started | Ended] = []
+    status = horse.run(hashes, reports.append, lambda: None, 5, lambda: None)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert reports == [] and horse.pid == 0 and redis.llen("seen") == 0
