@@ -35,8 +35,8 @@ _VOLATILE = re.compile(r"[0-9a-f]{32}")
 
 
 def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
-    """RQ's keys as types, hash field names and whether each expires: not the values, which
-    hold pids, times, tracebacks and worker names."""
+    """RQ's keys as types, hash field names (and a job's status) and whether each expires:
+    not the other values, which hold pids, times, tracebacks and worker names."""
     found: dict[str, Any] = {}
     names = {job_id_for("inbound", e): e for e in events}
     for raw_key in redis.scan_iter("rq:*"):
@@ -49,6 +49,9 @@ def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
         detail: Any = None
         if kind == "hash":
             detail = sorted(f.decode() for f in redis.hkeys(raw_key))
+            status = redis.hget(raw_key, "status")
+            if status is not None and key.startswith("rq:job:"):
+                detail.append(f"status={status.decode()}")
         elif kind == "zset":
             detail = redis.zcard(raw_key)
         elif kind == "list":
@@ -63,9 +66,9 @@ def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
 def run_through(make_harness: Callable[..., Harness], redis: Redis) -> Callable[..., Any]:
     """Sends the same events, then drains them with RQ's worker or ours; returns RQ's keys."""
 
-    def run(worker: str) -> dict[str, Any]:
+    def run(worker: str, mode: str = "simple") -> dict[str, Any]:
         redis.flushall()
-        harness = make_harness(webhook_max_retries=0, webhook_worker_mode="simple")
+        harness = make_harness(webhook_max_retries=0, webhook_worker_mode=mode)
 
         @handler("inbound", "order.created")
         def ok(event: Event) -> None:
@@ -88,10 +91,11 @@ def run_through(make_harness: Callable[..., Harness], redis: Redis) -> Callable[
     return run
 
 
+@pytest.mark.parametrize("mode", ["fork", "simple"])
 def test_the_batched_worker_leaves_the_keys_rqs_own_worker_leaves(
-    run_through: Callable[..., Any],
+    run_through: Callable[..., Any], mode: str
 ) -> None:
-    ours, theirs = run_through("batched"), run_through("rq")
+    ours, theirs = run_through("batched", mode), run_through("rq")
     assert {k: v for k, v in ours.items() if v != theirs.get(k)} == {
         k: v for k, v in theirs.items() if v != ours.get(k)
     }
