@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from app.errors import QueueUnavailable, WebhookError
 from app.logs import logger
@@ -99,6 +99,12 @@ class Ingress:
             if receiver is None:  # served before its lifespan started
                 raise QueueUnavailable("not ready; retry later")
             outcome = await receiver.receive(source, Request(scope, receive))
+        except ClientDisconnect:
+            # Nobody is left to answer, and the sender retries what it did not finish.
+            logger.info(
+                "client disconnected before its body ended", extra={"source": source[:100]}
+            )
+            return
         except WebhookError as exc:
             await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))
             return

@@ -64,7 +64,7 @@ class JsonFormatter(logging.Formatter):
         line.update(extra)
         if record.exc_info:
             line["exc"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return json.dumps(line, default=str)
 
 
 _BARE = re.compile(r"^[^\s\"'=]{1,200}$")
@@ -183,9 +183,7 @@ def log_state(state: str, source: str, event_id: str, event_type: str, **fields:
     # The line JsonFormatter would write, without a LogRecord and a write per request:
     # on the receiver, lines of one event-loop tick go out in one write.
     head = {"ts": round(time.time(), 3), "level": logging.getLevelName(level).lower()}
-    _write_soon(
-        json.dumps({**head, "logger": logger.name, **extra}, default=str, ensure_ascii=False)
-    )
+    _write_soon(json.dumps({**head, "logger": logger.name, **extra}, default=str))
 
 
 def _json_to_stderr() -> bool:

@@ -61,6 +61,13 @@ def test_control_characters_from_senders_are_escaped_in_text_lines() -> None:
     assert "\\u001b[2J" in line or "\\x1b[2J" in line
 
 
+def test_json_lines_are_ascii_so_no_sender_character_reaches_a_terminal_raw() -> None:
+    # C1 controls (CSI is \x9b) and bidi overrides pass JSON's own escaping unless asked.
+    error = "bad \x9b2J note \u202eevil caf\u00e9"
+    line = format_one("json", error=error)
+    assert line.isascii() and json.loads(line)["error"] == error
+
+
 def test_an_exception_stays_on_one_text_line() -> None:
     try:
         raise ValueError("cannot parse the order")

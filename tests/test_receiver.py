@@ -182,6 +182,14 @@ def test_a_malformed_content_length_is_400_not_500(client: TestClient, length: s
 def raw_post(client: TestClient, headers: list[tuple[bytes, bytes]], body: bytes) -> Any:
     """POST the exact header bytes to the app, as a server would hand them over (the test
     client re-encodes header values as UTF-8), on the client's event loop."""
+    sent = asgi_post(client, headers, [{"type": "http.request", "body": body}])
+    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+def asgi_post(
+    client: TestClient, headers: list[tuple[bytes, bytes]], messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Call the app as a server would, with these request messages; returns what it sent."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -197,16 +205,31 @@ def raw_post(client: TestClient, headers: list[tuple[bytes, bytes]], body: bytes
         "server": ("testserver", 80),
     }
     sent: list[dict[str, Any]] = []
+    pending = list(messages)
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
     assert client.portal is not None  # the client is entered (`make_client`)
     client.portal.call(client.app, scope, receive, send)
-    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+    return sent
+
+
+def test_a_client_gone_mid_body_is_one_log_line_not_a_traceback(
+    client: TestClient, redis: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = event_body("evt_gone")
+    messages = [
+        {"type": "http.request", "body": body[:10], "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    headers = [(b"x-signature-256", sign(body).encode())]
+    assert asgi_post(client, headers, messages) == []  # nobody is left to answer
+    assert [r.getMessage() for r in caplog.records] == ["client disconnected before its body ended"]
+    assert queued_jobs(redis) == []
 
 
 # '²', '¹' and '³' (bytes B2, B9 and B3, as Starlette decodes headers: Latin-1) are
