@@ -22,6 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from app.redis_target import RedisTarget, parse_target
 from app.sources import (
     PROVIDERS,
     ConfigError,
@@ -63,7 +64,14 @@ def _split_csv(value: object) -> object:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
 
-    redis_url: str = "redis://localhost:6379/0"
+    # Out of repr: it may hold a password. How it is read: `app/redis_target.py`.
+    redis_url: str = Field("redis://localhost:6379/0", repr=False)
+    # Sentinel: the primary is asked of these (host:port,...); REDIS_URL then gives the
+    # scheme, credentials, database and TLS options of the data nodes.
+    redis_sentinels: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    redis_sentinel_master: str = Field("mymaster", pattern=r"^[A-Za-z0-9_.:-]+$")
+    redis_sentinel_username: str | None = None
+    redis_sentinel_password: SecretStr | None = None
     webhook_sources: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["inbound:hmac"]
     )
@@ -95,6 +103,12 @@ class Settings(BaseSettings):
     # Seconds from a request's arrival to its answer: when Redis has not confirmed the
     # claim by then, the answer is 503 (Slack gives up at 3 s, GitHub at 10 s).
     webhook_ack_timeout: float = Field(2.0, gt=0, le=30)
+    # Replicas that must hold a claim before its 200 (WAIT, or WAITAOF: in their AOF too).
+    # 0: the primary alone, as with one Redis. See the README's "Running on more than one
+    # machine".
+    webhook_replica_acks: int = Field(0, ge=0, le=10)
+    webhook_replica_ack_timeout: float = Field(0.5, gt=0, le=10)
+    webhook_replica_ack_mode: Literal["wait", "waitaof"] = "wait"
     # Enables POST /webhooks/{source}/replay for events whose signature no longer matches.
     webhook_replay_token: SecretStr | None = None
     stripe_api_key: SecretStr | None = None
@@ -141,6 +155,12 @@ class Settings(BaseSettings):
         settings.sources  # noqa: B018 - resolving is the validation
         settings._check_secrets()
         settings._check_providers()
+        settings.redis_target  # noqa: B018 - parsing is the validation
+        if settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout:
+            raise ConfigError(
+                "WEBHOOK_REPLICA_ACK_TIMEOUT must be shorter than WEBHOOK_ACK_TIMEOUT: the "
+                "replicas' acknowledgement is part of the answer's time"
+            )
         return settings
 
     def _check_providers(self) -> None:
@@ -176,6 +196,7 @@ class Settings(BaseSettings):
         "rq_dashboard_password",
         "stripe_api_key",
         "github_token",
+        "redis_sentinel_password",
         mode="before",
     )
     @classmethod
@@ -187,7 +208,11 @@ class Settings(BaseSettings):
         return value.strip() if isinstance(value, str) else value
 
     _csv = field_validator(
-        "webhook_sources", "webhook_handlers", "webhook_fetch_allow", mode="before"
+        "webhook_sources",
+        "webhook_handlers",
+        "webhook_fetch_allow",
+        "redis_sentinels",
+        mode="before",
     )(_split_csv)
 
     @field_validator("webhook_public_url", mode="before")
@@ -217,6 +242,18 @@ class Settings(BaseSettings):
         """One interval per retry; the last configured value repeats."""
         given = self.webhook_retry_intervals
         return [given[min(i, len(given) - 1)] for i in range(self.webhook_max_retries)]
+
+    @cached_property
+    def redis_target(self) -> RedisTarget:
+        """Where Redis is (one server, or Sentinel's primary), parsed once for every process."""
+        password = self.redis_sentinel_password
+        return parse_target(
+            self.redis_url,
+            self.redis_sentinels,
+            self.redis_sentinel_master,
+            self.redis_sentinel_username,
+            password.get_secret_value() if password else None,
+        )
 
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:

@@ -9,12 +9,16 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from app.connection import OPERATOR, sync_client
+from app.redis_errors import describe
+from app.redis_target import safe_where
 from app.settings import ConfigError, Settings
 
 # Terminal control: C0 and C1 controls, DEL, and the invisible or reordering format
@@ -56,20 +60,24 @@ def load_settings() -> Settings:
 
 
 def where(url: str) -> str:
-    """Host, port and database of a Redis URL, never its password."""
-    parts = urlsplit(url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path or ''}"
+    """Where a Redis URL points (host and port, a unix socket, sentinels), never its
+    password; a URL that does not parse (several hosts, a typo) is described, not raised."""
+    return safe_where(url)
 
 
 @contextmanager
 def redis_connection(settings: Settings) -> Iterator[Redis]:
-    connection = Redis.from_url(settings.redis_url, socket_connect_timeout=3)
+    """The settings' Redis, built as every process builds it (Sentinel's primary when
+    REDIS_SENTINELS is set). A failure is one line: where, what, what to check."""
+    connection = sync_client(settings, OPERATOR)
     try:
         yield connection
     except RedisError as exc:
-        raise CommandError(
-            f"cannot reach Redis at {where(settings.redis_url)}: {type(exc).__name__}"
-        ) from None
+        unreachable = isinstance(exc, RedisConnectionError | RedisTimeoutError)
+        lead = "cannot reach Redis at" if unreachable else "Redis at"
+        raise CommandError(f"{lead} {describe(exc, settings.redis_target)}") from None
+    except ConfigError as exc:  # e.g. WEBHOOK_REPLICA_ACK_MODE=waitaof on a Redis without it
+        raise CommandError(str(exc)) from None
     finally:
         connection.close()
 

@@ -4,7 +4,11 @@ What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
 - HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
-  jobs that have not run cannot be deleted (`workers/dashboard_guard.py`).
+  jobs that have not run cannot be deleted (`workers/dashboard_guard.py`);
+- its Redis is the one every process uses (`app/connection.py`: Sentinel's primary too, TLS,
+  ACL users), kept for the process: rq-dashboard would build a client from its URL
+  setting on every page, with a parser of its own; an unreachable Redis is a 503 page of
+  one line that says why, never a 500.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ from __future__ import annotations
 import hmac
 
 from flask import Flask, Response, current_app, request
+from redis import Redis
+from redis.exceptions import RedisError
 from rq_dashboard.cli import make_flask_app
-from rq_dashboard.web import setup_rq_connection
+from rq_dashboard.web import blueprint, push_rq_connection
 
-from app.logs import configure_logging
+from app.connection import OPERATOR, sync_client
+from app.logs import configure_logging, logger
+from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, EscapingLoader
 
@@ -37,9 +45,10 @@ def create_dashboard(settings: Settings) -> Flask:
     expected_user, expected_password = username.encode(), password.encode()
 
     app: Flask = make_flask_app(None, None, None, "")
-    app.config["RQ_DASHBOARD_REDIS_URL"] = settings.redis_url
+    # Shown in the page's instance list: where, never a credential.
+    app.config["RQ_DASHBOARD_REDIS_URL"] = (settings.redis_target.where,)
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
-    setup_rq_connection(app)
+    use_connection(app, sync_client(settings, OPERATOR), settings)
     app.jinja_env.loader = EscapingLoader(app.jinja_env.loader)  # type: ignore[arg-type]
     # rq-dashboard keeps its connection on the app object.
     guard = ActionGuard(
@@ -68,6 +77,26 @@ def create_dashboard(settings: Settings) -> Flask:
         return response
 
     return app
+
+
+def use_connection(app: Flask, connection: Redis, settings: Settings) -> None:
+    """rq-dashboard's pages read `current_app.redis_conn`, which its own `before_request`
+    rebuilds from RQ_DASHBOARD_REDIS_URL on every page: that hook gives way to one that
+    hands every page this client."""
+    app.redis_conn = connection  # type: ignore[attr-defined]
+    hooks = app.before_request_funcs.setdefault(blueprint.name, [])
+    hooks[:] = [hook for hook in hooks if hook is not push_rq_connection]
+
+    def keep_connection() -> None:
+        current_app.redis_conn = connection  # type: ignore[attr-defined]
+
+    hooks.insert(0, keep_connection)
+
+    @app.errorhandler(RedisError)
+    def redis_unavailable(exc: RedisError) -> Response:
+        line = describe(exc, settings.redis_target)
+        logger.warning(f"dashboard: redis unavailable: {line}")
+        return Response(f"Redis unavailable: {line}\n", 503, {"Retry-After": "5"}, "text/plain")
 
 
 def run_dashboard(settings: Settings, host: str, port: int) -> None:

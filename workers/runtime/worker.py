@@ -12,6 +12,8 @@ in one pipeline with this project's writes (meta, ledger, counters) riding along
 - WEBHOOK_WORKER_MODE=simple: the same in the worker process, for trusted handlers.
 A killed worker's batch is recovered by another worker's sweep of the started registry,
 within about 20 s (heartbeats every 5 s that expire after 15 s; `retries.py`).
+Its scheduler is `scheduler.FollowingScheduler`, under a name the process keeps across the
+worker's rebuilds (`run.py`), so that it follows a failover within a second or two.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from types import FrameType
 from typing import Any
 
@@ -36,6 +39,7 @@ from workers.runtime.batch import Batch, Fate
 from workers.runtime.horse import Horse
 from workers.runtime.recovery import recover
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, run_batch
+from workers.runtime.scheduler import FollowingScheduler
 from workers.runtime.settlement import settle_batch
 
 # Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
@@ -43,14 +47,21 @@ HEARTBEAT_INTERVAL = 5
 HEARTBEAT_GRACE = 10
 # An idle worker blocks on the queue for WORKER_TTL - 15 s, then runs due maintenance.
 WORKER_TTL = 35
+# RQ's maintenance lock lasts 899 s: one left by a worker that lost Redis mid-maintenance
+# would stop every worker's recovery for 15 minutes. Ours is named after its holder (so the
+# holder's next incarnation may drop it) and lasts a minute.
+MAINTENANCE_LOCK_SECONDS = 60
 
 
 class WebhookWorker(BaseWorker):
-    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, settings: Settings, scheduler_name: str | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_INTERVAL)
         kwargs.setdefault("worker_ttl", WORKER_TTL)
         super().__init__(*args, **kwargs)
         self.settings = settings
+        self.scheduler_name = scheduler_name
         self.isolated = settings.webhook_worker_mode == "fork"
         self.stop_signalled = False
         self.stop_after_current = StopAfterCurrent()
@@ -83,7 +94,8 @@ class WebhookWorker(BaseWorker):
             if found is None:
                 if timeout is None:
                     return None  # burst: the queue is empty
-                block = timeout
+                # Wake for a maintenance that recovery asked to come early.
+                block = max(1, min(timeout, int(self.until_maintenance()) + 1))
                 if max_idle_time is not None:
                     left = max_idle_time - (now() - idle_since).total_seconds()
                     if left <= 0:
@@ -127,18 +139,59 @@ class WebhookWorker(BaseWorker):
 
     def clean_registries(self) -> None:
         """RQ's maintenance, with what dead workers held taken back first (`recovery.py`)."""
+        due: float | None = None
         for queue in self.queues:
-            # One worker at a time, under RQ's own lock; RQ's sweep then finds only the jobs
+            # One worker at a time, under RQ's lock key; RQ's sweep then finds only the jobs
             # that were running when their worker died.
-            if queue.acquire_maintenance_lock():
+            key = queue.registry_cleaning_key
+            if self.connection.set(key, self.name, nx=True, ex=MAINTENANCE_LOCK_SECONDS):
                 try:
-                    recover(self, queue)
+                    due = recover(self, queue)
                     clean_registries(queue, self._exc_handlers)
                     clean_worker_registry(queue)
                     queue.intermediate_queue.cleanup(self, queue)
                 finally:
                     queue.release_maintenance_lock()  # type: ignore[no-untyped-call]
-        self.last_cleaned_at = now()  # type: ignore[assignment]
+        # The next maintenance comes early when a job's second sighting is due sooner.
+        early = self.maintenance_interval - due if due is not None else 0
+        self.last_cleaned_at = now() - timedelta(seconds=max(early, 0))  # type: ignore[assignment]
+
+    def until_maintenance(self) -> float:
+        if self.last_cleaned_at is None:
+            return 0.0
+        elapsed = (now() - self.last_cleaned_at).total_seconds()
+        return max(self.maintenance_interval - elapsed, 0.0)
+
+    def _start_scheduler(
+        self,
+        burst: bool = False,
+        logging_level: str | None = "INFO",
+        date_format: str = "",
+        log_format: str = "",
+    ) -> None:
+        """RQ's `_start_scheduler`, with the scheduler that follows Redis, under the name
+        the process keeps (`scheduler.py`)."""
+        scheduler = FollowingScheduler(
+            self.queues,
+            connection=self.connection,
+            settings=self.settings,
+            name=self.scheduler_name,
+            logging_level=logging_level or "INFO",
+            serializer=self.serializer,
+        )
+        self.scheduler = scheduler
+        scheduler.acquire_locks()  # type: ignore[no-untyped-call]
+        if not scheduler.acquired_locks:
+            return
+        if burst:
+            try:
+                scheduler.register_birth()
+                scheduler.enqueue_scheduled_jobs()  # type: ignore[no-untyped-call]
+            finally:
+                scheduler.release_locks()  # type: ignore[no-untyped-call]
+                scheduler.register_death()
+        else:
+            scheduler.start()  # type: ignore[no-untyped-call]
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
