@@ -126,7 +126,7 @@ class ProblemLog:
         line = describe(exc, self.target)
         if line != self.current or time.monotonic() - self.logged_at >= self.repeat:
             logger.warning(
-                f"redis unavailable: {line}", extra={"process": self.process, "retrying": True}
+                f"redis unavailable: {line}", extra={"component": self.process, "retrying": True}
             )
             self.logged_at = time.monotonic()
         self.current = line
@@ -134,5 +134,5 @@ class ProblemLog:
 
     def recovered(self) -> None:
         if self.current is not None:
-            logger.info("redis reachable again", extra={"process": self.process})
+            logger.info("redis reachable again", extra={"component": self.process})
         self.current = None
