@@ -34,6 +34,14 @@ def count(event: Event) -> None:
     applied(event)
 
 
+@handler("inbound", "order.slowish")
+def slowish(event: Event) -> None:
+    """A handler that takes a moment: under load the worker falls behind, so a Redis crash
+    catches jobs queued, taken and running."""
+    time.sleep(0.03)
+    applied(event)
+
+
 @handler("inbound", "order.flaky")
 def flaky(event: Event) -> None:
     """Fails while `fail:<id>` exists: its retry is scheduled, for the scheduler to run."""

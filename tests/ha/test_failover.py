@@ -32,12 +32,14 @@ from tests.processes import ROOT, Stack, send
 EVENTS = 240
 
 
-def deliver(url: str, event_id: str, deadline: float) -> tuple[str, float] | None:
+def deliver(
+    url: str, event_id: str, deadline: float, event_type: str = "order.created"
+) -> tuple[str, float] | None:
     """A provider: send until a 200 (a 503 or a dropped connection is retried). Returns
     the answer and when it came."""
     while time.monotonic() < deadline:
         try:
-            response = send(url, event_id, timeout=5)
+            response = send(url, event_id, event_type, timeout=5)
             if response.status_code == 200:
                 return str(response.json()["status"]), time.time()
         except httpx.HTTPError:
