@@ -32,7 +32,9 @@ SENTINEL_TIMEOUT = 1.0
 class Timeouts:
     connect: float | None = 5.0
     read: float | None = None  # None: wait as long as a command takes (a blocking pop)
-    retries: int = 0  # quick retries of a command whose connection failed
+    # Quick retries of a command whose connection failed; None: redis-py's own (three,
+    # backing off up to 10 s: a worker rides out a short blip without noticing it).
+    retries: int | None = None
     health_check_interval: int = 0
 
 
@@ -40,8 +42,8 @@ class Timeouts:
 RECEIVER = Timeouts(connect=2.0, read=5.0, retries=2, health_check_interval=30)
 # The worker and its scheduler: RQ sets the read timeout above its blocking pop's.
 WORKER = Timeouts(connect=5.0)
-# The dashboard and the `webhooks` command: a person is waiting.
-OPERATOR = Timeouts(connect=3.0, read=10.0)
+# The dashboard and the `webhooks` command: a person is waiting, for an answer or an error.
+OPERATOR = Timeouts(connect=3.0, read=10.0, retries=1)
 
 
 def _options(timeouts: Timeouts) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def _options(timeouts: Timeouts) -> dict[str, Any]:
         "socket_timeout": timeouts.read,
         "health_check_interval": timeouts.health_check_interval,
     }
-    if timeouts.retries:
+    if timeouts.retries is not None:
         options["retry"] = Retry(ExponentialBackoff(cap=0.5, base=0.05), timeouts.retries)
     return options
 

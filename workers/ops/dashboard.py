@@ -14,6 +14,7 @@ What differs from `rq-dashboard` run bare:
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from redis import Redis
@@ -91,6 +92,17 @@ def use_connection(app: Flask, connection: Redis, settings: Settings) -> None:
         current_app.redis_conn = connection  # type: ignore[attr-defined]
 
     hooks.insert(0, keep_connection)
+
+    # rq-dashboard's front page swallows a connection error into a bare 200 "Connection
+    # Error": asked first, Redis's answer is the one-line 503 below, which says why.
+    endpoint = f"{blueprint.name}.queues_overview"
+    front_page = app.view_functions[endpoint]
+
+    def queues_overview(**kwargs: Any) -> Any:
+        connection.ping()
+        return front_page(**kwargs)
+
+    app.view_functions[endpoint] = queues_overview
 
     @app.errorhandler(RedisError)
     def redis_unavailable(exc: RedisError) -> Response:
