@@ -221,5 +221,6 @@ def safe_where(url: str) -> str:
         return parse_target(url).where
     except ConfigError:
         parts = urlsplit(url.strip())
-        hosts = ",".join(_hosts(parts.netloc)) or parts.path or "?"
+        # Only the hosts: a mangled URL may carry its password anywhere else.
+        hosts = ",".join(_hosts(parts.netloc)) or "?"
         return f"{hosts} (a {parts.scheme or '?'}:// URL that does not parse)"
