@@ -180,6 +180,7 @@ class Settings(BaseSettings):
             ("RQ_DASHBOARD_PASSWORD", self.rq_dashboard_password),
             ("STRIPE_API_KEY", self.stripe_api_key),
             ("GITHUB_TOKEN", self.github_token),
+            ("REDIS_SENTINEL_PASSWORD", self.redis_sentinel_password),
         ):
             if secret is not None:
                 check_not_placeholder(variable, secret.get_secret_value())
