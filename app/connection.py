@@ -40,8 +40,12 @@ class Timeouts:
 
 # The receiver: a provider gets its 503 (and retries) well before its own timeout.
 RECEIVER = Timeouts(connect=2.0, read=5.0, retries=2, health_check_interval=30)
-# The worker and its scheduler: RQ sets the read timeout above its blocking pop's.
+# The worker: RQ sets the read timeout above its blocking pop's.
 WORKER = Timeouts(connect=5.0)
+# The scheduler (no blocking command) and the worker's probe while Redis is away: a primary
+# that stops answering must not hang them.
+SCHEDULER = Timeouts(connect=5.0, read=30.0)
+PROBE = Timeouts(connect=2.0, read=5.0, retries=0)
 # The dashboard and the `webhooks` command: a person is waiting, for an answer or an error.
 OPERATOR = Timeouts(connect=3.0, read=10.0, retries=1)
 

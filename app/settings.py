@@ -156,7 +156,10 @@ class Settings(BaseSettings):
         settings._check_secrets()
         settings._check_providers()
         settings.redis_target  # noqa: B018 - parsing is the validation
-        if settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout:
+        if (
+            settings.webhook_replica_acks
+            and settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout
+        ):
             raise ConfigError(
                 "WEBHOOK_REPLICA_ACK_TIMEOUT must be shorter than WEBHOOK_ACK_TIMEOUT: the "
                 "replicas' acknowledgement is part of the answer's time"

@@ -84,7 +84,10 @@ def test_tls_options_go_to_the_data_nodes_and_the_sentinels(tmp_path: object) ->
         ({"redis_url": "unix://h/0", "redis_sentinels": "s:1"}, "REDIS_SENTINELS needs a redis://"),
         ({"redis_sentinels": "s:port"}, "REDIS_SENTINELS: the port of s must be a number"),
         ({"redis_url": "redis+sentinel://s/m", "redis_sentinels": "s:1"}, "set only one"),
-        ({"webhook_replica_ack_timeout": 2, "webhook_ack_timeout": 2}, "must be shorter"),
+        (
+            {"webhook_replica_acks": 1, "webhook_replica_ack_timeout": 2, "webhook_ack_timeout": 2},
+            "must be shorter",
+        ),
         ({"webhook_replica_ack_mode": "sync"}, "WEBHOOK_REPLICA_ACK_MODE"),
     ],
 )

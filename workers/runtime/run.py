@@ -22,7 +22,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue
 
-from app.connection import WORKER, sync_client
+from app.connection import PROBE, WORKER, sync_client
 from app.logs import configure_logging, logger
 from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
@@ -149,7 +149,7 @@ def stop_listening(worker: WebhookWorker) -> None:
 
 def wait_for_redis(settings: Settings, problems: ProblemLog) -> None:
     """Probe until Redis (Sentinel's primary, when there is one) answers a write."""
-    probe = sync_client(settings, WORKER)
+    probe = sync_client(settings, PROBE)
     try:
         while True:
             time.sleep(PROBE_EVERY)

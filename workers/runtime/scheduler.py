@@ -23,7 +23,7 @@ from redis import Redis
 from redis.exceptions import RedisError
 from rq.scheduler import RQScheduler
 
-from app.connection import WORKER, sync_client
+from app.connection import SCHEDULER, sync_client
 from app.redis_errors import ProblemLog
 from app.settings import Settings
 
@@ -37,7 +37,7 @@ class FollowingScheduler(RQScheduler):
     def connection(self) -> Redis:
         # Built afresh in the scheduler's process (RQ drops it before forking).
         if self._connection is None:
-            self._connection = sync_client(self.settings, WORKER)  # type: ignore[assignment]
+            self._connection = sync_client(self.settings, SCHEDULER)  # type: ignore[assignment]
         return cast(Redis, self._connection)
 
     def work(self) -> None:
