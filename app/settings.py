@@ -247,9 +247,10 @@ class Settings(BaseSettings):
         given = self.webhook_retry_intervals
         return [given[min(i, len(given) - 1)] for i in range(self.webhook_max_retries)]
 
-    @cached_property
+    @property
     def redis_target(self) -> RedisTarget:
-        """Where Redis is (one server, or Sentinel's primary), parsed once for every process."""
+        """Where Redis is (one server, or Sentinel's primary), read the same way for every
+        process. Not cached: `model_copy(update={"redis_url": ...})` must not keep the old."""
         password = self.redis_sentinel_password
         return parse_target(
             self.redis_url,

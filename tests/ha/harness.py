@@ -40,9 +40,12 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 class LinkProxy:
-    """TCP from a replica to its primary. `stall()` holds what the primary sends (the
-    replication stream), so the replica falls behind and acknowledges nothing new; `close()`
-    cuts every connection, as a dead machine would."""
+    """TCP in front of the primary: everything reaches it through this port (sentinels,
+    clients, replicas), so that everyone agrees on its address; Sentinel would otherwise
+    repoint a replica that replicates through a proxy straight at the primary.
+    `stall()` holds what the primary sends on replication links only (connections that
+    sent PSYNC), so the replicas fall behind and acknowledge nothing new; `close()` cuts
+    every connection, as a dead machine would."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -57,17 +60,29 @@ class LinkProxy:
         while True:
             try:
                 client, _ = self.server.accept()
-                upstream = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:
                 return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()  # the primary is gone: as if refused
+                continue
             self.sockets += [client, upstream]
-            for args in ((client, upstream, False), (upstream, client, True)):
+            replication = threading.Event()  # set once this connection asks for PSYNC
+            for args in (
+                (client, upstream, replication, True),
+                (upstream, client, replication, False),
+            ):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket, stallable: bool) -> None:
+    def _pump(
+        self, source: socket.socket, sink: socket.socket, replication: threading.Event, up: bool
+    ) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                if stallable:
+                if up and (b"PSYNC" in data or b"SYNC" in data):
+                    replication.set()
+                if not up and replication.is_set():
                     self.flowing.wait()
                 sink.sendall(data)
         for sock in (source, sink):
@@ -143,7 +158,7 @@ class Cluster:
 
     directory: Path
     replicas: int = 1
-    proxied: bool = False  # each replica reaches the primary through a LinkProxy
+    proxied: bool = False  # the primary is reached through a LinkProxy (`links[0]`)
     sentinels: int = 3
     options: dict[str, str] = field(default_factory=dict)  # for every data node
     binary: str | None = None
@@ -155,17 +170,16 @@ class Cluster:
         primary = self._node("primary", {})
         primary.start()
         self.nodes.append(primary)
+        if self.proxied:
+            self.links.append(LinkProxy(primary.port))
+        port = self.primary_port
         for n in range(self.replicas):
-            port = primary.port
-            if self.proxied:
-                self.links.append(LinkProxy(primary.port))
-                port = self.links[-1].port
             replica = self._node(f"replica-{n}", {"replicaof": f"127.0.0.1 {port}"})
             self.nodes.append(replica.start())
         self.wait_synced()
         auth = {"password": self.options["masterauth"]} if "masterauth" in self.options else {}
         for n in range(self.sentinels):
-            sentinel = Sentinel(self.directory / f"sentinel-{n}", primary.port, auth)
+            sentinel = Sentinel(self.directory / f"sentinel-{n}", port, auth)
             self.watchers.append(sentinel.start())
         if self.watchers:
             wait_for(self._sentinels_ready, 20, "the sentinels to see each other and the replicas")
@@ -190,6 +204,11 @@ class Cluster:
     @property
     def primary(self) -> RedisServer:
         return self.nodes[0]
+
+    @property
+    def primary_port(self) -> int:
+        """The port everyone knows the first primary by (its proxy's, when proxied)."""
+        return self.links[0].port if self.links else self.primary.port
 
     def client(self, node: RedisServer) -> Redis:
         return Redis(port=node.port, password=node.password, socket_timeout=5)
@@ -237,7 +256,7 @@ class Cluster:
 
     def wait_promotion(self, timeout: float = 30) -> RedisServer:
         """The replica that every sentinel now names as the primary."""
-        old = self.primary.port
+        old = self.primary_port
 
         def promoted() -> bool:
             return all(

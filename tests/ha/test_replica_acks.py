@@ -7,6 +7,7 @@ loses acknowledged events at N=0 and none at N=1.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,18 @@ def post(client: TestClient, event_id: str) -> tuple[int, str]:
     return response.status_code, status
 
 
+def post_until_200(client: TestClient, event_id: str, timeout: float = 20) -> str:
+    """As a provider does: a 503 is sent again. Returns accepted or duplicate (a duplicate
+    when an earlier try's claim landed but was not acknowledged in time)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code, status = post(client, event_id)
+        if code == 200 or time.monotonic() > deadline:
+            assert code == 200, f"{event_id}: still {code}"
+            return status
+        time.sleep(0.1)
+
+
 def stored(redis: Redis, event_id: str) -> bool:
     return bool(
         redis.exists(KEYS.seen("inbound", event_id), KEYS.job(job_id_for("inbound", event_id)))
@@ -50,10 +63,9 @@ def failover_with_replication_stalled(
         redis_sentinels=cluster.sentinel_list,
         redis_sentinel_master=MASTER,
         webhook_replica_acks=acks,
-        webhook_replica_ack_timeout=0.3,
+        webhook_replica_ack_timeout=1.0,  # a busy machine: the stall, not slowness, decides
     )
-    answers = {f"evt_{n}": post(client, f"evt_{n}") for n in range(10)}
-    assert all(a == (200, "accepted") for a in answers.values())
+    answers = {f"evt_{n}": (200, post_until_200(client, f"evt_{n}")) for n in range(10)}
     cluster.wait_synced()
     cluster.links[0].stall()  # the replica now receives nothing new
     answers |= {f"evt_{n}": post(client, f"evt_{n}") for n in range(10, 18)}
@@ -78,15 +90,17 @@ def test_with_one_replica_ack_a_failover_loses_none_and_retries_are_accepted_onc
 ) -> None:
     cluster, client, answers = failover_with_replication_stalled(make_cluster, make_client, 1)
     stalled = [f"evt_{n}" for n in range(10, 18)]
-    assert all(answers[e][0] == 503 for e in stalled), answers  # no 200 without the replica
+    assert all(answers[e][0] == 503 for e in stalled), [
+        (e, answers[e]) for e in stalled if answers[e][0] != 503
+    ]
     new_primary = cluster.client(cluster.nodes[1])
     acknowledged = [e for e, (code, _) in answers.items() if code == 200]
     assert acknowledged and all(stored(new_primary, e) for e in acknowledged)
     # The old primary comes back as a replica of the new one, so a replica can acknowledge
     # again; the providers' retries are then accepted, once each.
     cluster.rejoin(cluster.primary, cluster.nodes[1])
-    retried = {e: post(client, e) for e in stalled}
-    assert all(a == (200, "accepted") for a in retried.values()), retried
+    # Accepted (or, when a try's acknowledgement came too late, duplicate): one job each.
+    assert all(post_until_200(client, e) in ("accepted", "duplicate") for e in stalled)
     assert {e: post(client, e) for e in stalled} == dict.fromkeys(stalled, (200, "duplicate"))
     queued = [j.decode() for j in new_primary.lrange(KEYS.queue, 0, -1)]
     assert sorted(queued) == sorted(job_id_for("inbound", e) for e in answers)
@@ -106,7 +120,7 @@ def test_a_frozen_replica_gets_no_200_given_and_retries_after_it_thaws_are_dupli
         webhook_replica_ack_timeout=0.3,
         webhook_replay_token=token,
     )
-    assert post(client, "evt_before") == (200, "accepted")
+    assert post_until_200(client, "evt_before") == "accepted"
     cluster.freeze(replica)  # SIGSTOP: connected, but acknowledges nothing
     during = {e: post(client, e) for e in ("evt_a", "evt_b", "evt_before")}
     replayed = client.post(
@@ -119,7 +133,7 @@ def test_a_frozen_replica_gets_no_200_given_and_retries_after_it_thaws_are_dupli
     cluster.thaw(replica)
     cluster.wait_synced()
     for event_id in ("evt_a", "evt_b", "evt_before"):
-        assert post(client, event_id) == (200, "duplicate")
+        assert post_until_200(client, event_id) == "duplicate"
     primary = cluster.client(cluster.primary)
     queued = [j.decode() for j in primary.lrange(KEYS.queue, 0, -1)]
     expected = ["evt_before", "evt_a", "evt_b", "evt_replayed"]
@@ -140,7 +154,7 @@ def test_the_log_only_and_replay_command_paths_wait_for_the_replicas_too(
     settings = make_settings(
         redis_url=cluster.primary.url,
         webhook_replica_acks=1,
-        webhook_replica_ack_timeout=0.3,
+        webhook_replica_ack_timeout=1.0,
         webhook_dedupe_mode="log-only",
     )
     source = settings.sources["inbound"]
