@@ -18,8 +18,10 @@ import redis.asyncio as aioredis
 from redis import Redis
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.backoff import ExponentialBackoff
+from redis.connection import SSLConnection
 from redis.retry import Retry
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelManagedConnection
+from redis.utils import SENTINEL
 
 from app.redis_target import RedisTarget
 from app.settings import Settings
@@ -77,6 +79,32 @@ def _direct(target: RedisTarget) -> dict[str, Any]:
     return {"host": target.address.host, "port": target.address.port, **target.node}
 
 
+class FollowingConnection(SentinelManagedConnection):
+    """redis-py's (blocking) Sentinel connection keeps a connection whose read was
+    interrupted, where a plain connection drops it: RQ's warm shutdown raises from its
+    signal handler while the worker blocks on its queue, and the worker's last writes then
+    read the stale reply on that connection and hang. Dropped, as a plain connection is."""
+
+    def read_response(
+        self,
+        disable_decoding: bool = False,
+        *,
+        timeout: float | object = SENTINEL,
+        disconnect_on_error: bool | None = True,
+        push_request: bool | None = False,
+    ) -> Any:
+        return super().read_response(
+            disable_decoding,
+            timeout=timeout,
+            disconnect_on_error=disconnect_on_error,
+            push_request=push_request,
+        )
+
+
+class FollowingSSLConnection(FollowingConnection, SSLConnection):
+    pass
+
+
 def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
     target = settings.redis_target
     options = _options(timeouts)
@@ -86,8 +114,13 @@ def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
         [(a.host, a.port) for a in target.sentinels],
         sentinel_kwargs=_sentinel_kwargs(target, timeouts),
     )
+    connection_class = FollowingSSLConnection if target.tls else FollowingConnection
     client: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        target.master, redis_class=Redis, **target.node, **options
+        target.master,
+        redis_class=Redis,
+        connection_class=connection_class,
+        **target.node,
+        **options,
     )
     return client
 

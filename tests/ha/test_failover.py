@@ -141,6 +141,9 @@ def test_receiver_worker_scheduler_dashboard_and_command_follow_a_failover_under
     for process in (web, worker, dashboard):
         assert process.popen.poll() is None  # none needed a restart
     assert "Traceback" not in worker.output()
+    # And a SIGTERM still stops the worker (it hung on a Sentinel connection whose blocking
+    # read the warm shutdown had interrupted, until app.connection.FollowingConnection).
+    assert worker.stop(timeout=10) == 0
 
     figures = {
         "promotion_after_kill_s": round(t_promoted - t_kill, 1),
