@@ -1,5 +1,5 @@
-"""A replicated Redis on loopback: a primary, replicas (each optionally behind a link proxy
-that can stall replication), and three sentinels, on free ports in a temporary directory.
+"""A replicated Redis on loopback: a primary (optionally behind a proxy that can stall its
+replication links), replicas and three sentinels, on free ports in a temporary directory.
 
 `make_cluster` (tests/ha/conftest.py) starts one and stops every process it started.
 """
