@@ -5,6 +5,10 @@ in one pipeline (not a transaction: each script is atomic by itself) saves a wri
 read per request for the event loop and the socket: +13 % requests/s in `make bench`.
 Each request still gets its own answer or its own error, and a cut connection fails every
 request of the batch with it, so each is answered 503 and retried by its provider.
+
+With WEBHOOK_REPLICA_ACKS, the same pipeline ends with the replicas' wait
+(`app/replication.py`): one wait per batch, on the connection that wrote the claims. Too
+few acknowledgements fail every request of the batch, answered (duplicate or not) 503.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
+from app.replication import ReplicaAcks
+
 
 class ScriptBatcher:
-    def __init__(self, redis: aioredis.Redis, script: str) -> None:
+    def __init__(self, redis: aioredis.Redis, script: str, acks: ReplicaAcks | None = None) -> None:
         self.redis = redis
+        self.acks = acks
         self.script = redis.register_script(script)
         self.pending: list[tuple[list[str], list[Any], asyncio.Future[Any]]] = []
         self.flushes: set[asyncio.Task[None]] = set()  # referenced, so none is collected
@@ -51,12 +58,14 @@ class ScriptBatcher:
                 # Redis restarted or its script cache was flushed: load once, send again.
                 await self.redis.script_load(self.script.script)
                 results = await self.send(batch)
+            if self.acks is not None:
+                self.acks.check(results[len(batch) :])
         except Exception as exc:
             for *_, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
-        for (*_, future), result in zip(batch, results, strict=True):
+        for (*_, future), result in zip(batch, results, strict=False):
             if future.done():
                 continue  # that request was cancelled meanwhile
             if isinstance(result, Exception):
@@ -70,6 +79,8 @@ class ScriptBatcher:
                 # EVALSHA by hand: a registered Script in a pipeline would cost an extra
                 # SCRIPT EXISTS round trip per batch.
                 pipe.execute_command("EVALSHA", self.script.sha, len(keys), *keys, *args)
+            if self.acks is not None:
+                self.acks.add_to(pipe)
             return list(await pipe.execute(raise_on_error=False))
 
 

@@ -101,9 +101,7 @@ class Ingress:
             outcome = await receiver.receive(source, Request(scope, receive))
         except ClientDisconnect:
             # Nobody is left to answer, and the sender retries what it did not finish.
-            logger.info(
-                "client disconnected before its body ended", extra={"source": source[:100]}
-            )
+            logger.info("client disconnected before its body ended", extra={"source": source[:100]})
             return
         except WebhookError as exc:
             await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))

@@ -4,6 +4,10 @@ The seed article's receiver did `SET NX` and then `LPUSH`: a crash between the t
 event claimed but never queued, and the provider's retry was then answered "duplicate".
 Here one Lua script (`app/claim.py`) does it all: either it never reached Redis (nothing
 is written; the answer is 503 and the provider retries) or all of it ran.
+
+With WEBHOOK_REPLICA_ACKS, every path that answers for a write waits for the replicas on
+the connection that wrote it (`app/replication.py`): the receiver's claims (in the batch's
+pipeline), the log-only path's extra job, and the `webhooks replay` command's claims.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from app.jobhash import JobHash
 from app.jobstate import EventCall, JobMeta
 from app.keys import RQ_QUEUES_SET, Keys, job_id_for
 from app.providers import Delivery
+from app.replication import ReplicaAcks, check_support_sync
 from app.settings import Settings, SourceConfig
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@/-]")
@@ -67,6 +72,7 @@ class Intake:
             connection,
         )
         self.claim_lua = claim_script(self.job_hash.lua_constant_pairs())
+        self.acks = ReplicaAcks.of(settings)
 
     def new_job(
         self,
@@ -155,7 +161,8 @@ class AsyncIntake(Intake):
 
     def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
         super().__init__(settings, redis)
-        self.claim = ScriptBatcher(redis, self.claim_lua)
+        self.redis = redis
+        self.claim = ScriptBatcher(redis, self.claim_lua, self.acks)
         self.enqueue_script = redis.register_script(ENQUEUE)
 
     async def claim_and_enqueue(
@@ -177,8 +184,18 @@ class AsyncIntake(Intake):
         dup_id, keys, args = self.duplicate_call(source, delivery, raw, received_at)
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.01)
         async with asyncio.timeout(left):
-            await self.enqueue_script(keys=keys, args=args)
+            await self.enqueue(keys, args)
         return Claim(accepted=False, job_id=job_id, duplicate_job_id=dup_id)
+
+    async def enqueue(self, keys: list[str], args: list[Any]) -> None:
+        if self.acks is None:
+            await self.enqueue_script(keys=keys, args=args)
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            await self.enqueue_script(keys=keys, args=args, client=pipe)
+            self.acks.add_to(pipe)
+            replies = await pipe.execute(raise_on_error=False)
+        self.acks.check(list(replies))
 
 
 class SyncIntake(Intake):
@@ -186,16 +203,32 @@ class SyncIntake(Intake):
 
     def __init__(self, settings: Settings, redis: Redis) -> None:
         super().__init__(settings, redis)
+        self.redis = redis
         self.claim_script = redis.register_script(self.claim_lua)
         self.enqueue_script = redis.register_script(ENQUEUE)
+        # A server without the chosen wait is refused before anything is claimed.
+        check_support_sync(redis, self.acks)
 
     def claim_and_enqueue(
         self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
     ) -> Claim:
+        """Raises `NotReplicated` (a RedisError) when WEBHOOK_REPLICA_ACKS replicas did not
+        acknowledge: the event may be claimed, and a run again answers it as already had."""
         job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
-        return Claim(accepted=bool(self.claim_script(keys=keys, args=args)), job_id=job_id)
+        return Claim(accepted=bool(self.replicated(self.claim_script, keys, args)), job_id=job_id)
 
     def enqueue_again(self, job: NewJob) -> None:
         """Enqueue an event whose job is gone, and mark its ledger record queued, atomically."""
         keys, args = self.enqueue_call(job, mark_queued=True)
-        self.enqueue_script(keys=keys, args=args)
+        self.replicated(self.enqueue_script, keys, args)
+
+    def replicated(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """The script's reply, once the replicas acknowledged it (when they must)."""
+        if self.acks is None:
+            return script(keys=keys, args=args)
+        with self.redis.pipeline(transaction=False) as pipe:
+            script(keys=keys, args=args, client=pipe)
+            self.acks.add_to(pipe)
+            replies = pipe.execute(raise_on_error=False)
+        self.acks.check(list(replies))
+        return replies[0]

@@ -17,11 +17,10 @@ import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from redis.backoff import ExponentialBackoff
-from redis.retry import Retry
 from starlette.exceptions import HTTPException
 
-from app.durability import check_persistence
+from app.connection import RECEIVER, async_client
+from app.durability import check_persistence, check_replication
 from app.errors import WebhookError
 from app.ingress import Ingress, rejected
 from app.logs import configure_logging, logger
@@ -32,15 +31,10 @@ from app.timeline import start_timeline
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
-    # Short timeouts and few retries: when Redis is gone the provider should get its 503
-    # (and retry later) in well under its own timeout, not hang.
-    return aioredis.Redis.from_url(
-        settings.redis_url,
-        socket_connect_timeout=2,
-        socket_timeout=5,
-        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
-        health_check_interval=30,
-    )
+    # Short timeouts and few retries (`RECEIVER`): when Redis is gone the provider should get
+    # its 503 (and retry later) in well under its own timeout, not hang. One Redis or
+    # Sentinel's primary, as every other process reads the settings (`app/connection.py`).
+    return async_client(settings, RECEIVER)
 
 
 def create_app(settings: Settings | None = None) -> Ingress:
@@ -50,7 +44,12 @@ def create_app(settings: Settings | None = None) -> Ingress:
         active = settings if settings is not None else Settings.load()
         redis = redis_client(active)
         app.state.receiver = Receiver(active, redis)
-        await check_persistence(redis, active)
+        try:
+            await check_persistence(redis, active)
+            await check_replication(redis, active)
+        except ConfigError:
+            await redis.aclose()
+            raise
         logger.info(
             "receiver started",
             extra={"sources": {n: s.provider for n, s in active.sources.items()}},
@@ -112,9 +111,24 @@ class Application:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 receive = _replay(first, receive)
+                send = _one_line_failure(send)
             else:  # uvicorn --lifespan off: build on the first request
                 self.app = create_app(Settings.load())
         await self.app(scope, receive, send)
+
+
+def _one_line_failure(send: Send) -> Send:
+    """A startup check that refuses (durable Redis required, no WAITAOF) fails the lifespan
+    with a `ConfigError`, which Starlette reports as a whole traceback: keep its line."""
+
+    async def sent(message: dict[str, Any]) -> None:
+        text = str(message.get("message", ""))
+        if message.get("type") == "lifespan.startup.failed" and "ConfigError: " in text:
+            line = text.rsplit("ConfigError: ", 1)[1].strip().splitlines()[0]
+            message = {**message, "message": line}
+        await send(message)
+
+    return sent
 
 
 def _replay(first: dict[str, Any], receive: Receive) -> Receive:

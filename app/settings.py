@@ -13,10 +13,8 @@ from __future__ import annotations
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -24,6 +22,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from app.redis_target import RedisTarget, parse_target
 from app.sources import (
     PROVIDERS,
     ConfigError,
@@ -58,37 +57,6 @@ def one_line(error: ValidationError) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-REDIS_URL_FORM = "expected redis://[[user]:password@]host[:port][/db], rediss://... or unix://PATH"
-
-
-def check_redis_url(value: str) -> str:
-    """What `Redis.from_url` would refuse (with the URL, password and all, in a traceback),
-    refused at startup in words that never quote the value."""
-
-    def refuse(problem: str) -> PydanticCustomError:
-        return PydanticCustomError("redis_url", f"{problem} ({REDIS_URL_FORM})")
-
-    from redis.connection import parse_url
-
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("redis", "rediss", "unix"):
-        raise refuse("the scheme must be redis, rediss or unix")
-    try:
-        port = parts.port
-    except ValueError:
-        raise refuse("the port must be a number from 1 to 65535") from None
-    if port == 0:
-        raise refuse("the port must be a number from 1 to 65535")
-    database = parts.path.strip("/")
-    if parts.scheme != "unix" and database and not database.isdigit():
-        raise refuse("the database (after the last /) must be a number")
-    try:
-        parse_url(value.strip())  # type: ignore[no-untyped-call]
-    except (ValueError, TypeError):
-        raise refuse("an option after ? has an invalid value") from None
-    return value.strip()
-
-
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -98,7 +66,14 @@ def _split_csv(value: object) -> object:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
 
-    redis_url: str = "redis://localhost:6379/0"
+    # Out of repr: it may hold a password. How it is read: `app/redis_target.py`.
+    redis_url: str = Field("redis://localhost:6379/0", repr=False)
+    # Sentinel: the primary is asked of these (host:port,...); REDIS_URL then gives the
+    # scheme, credentials, database and TLS options of the data nodes.
+    redis_sentinels: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    redis_sentinel_master: str = Field("mymaster", pattern=r"^[A-Za-z0-9_.:-]+$")
+    redis_sentinel_username: str | None = None
+    redis_sentinel_password: SecretStr | None = None
     webhook_sources: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["inbound:hmac"]
     )
@@ -116,7 +91,7 @@ class Settings(BaseSettings):
     # Seconds a handler may run before the attempt is killed and counted as failed.
     webhook_job_timeout: int = Field(300, ge=1)
     # How often a worker looks for jobs orphaned by a dead worker; RQ's own default is 600 s.
-    webhook_maintenance_interval: int = Field(30, ge=1)
+    webhook_maintenance_interval: int = Field(10, ge=1)
     # fork: handlers run in a child process per batch (isolation); simple: in the worker.
     webhook_worker_mode: Literal["fork", "simple"] = "fork"
     # Jobs a worker takes per round trip: fewer, larger Redis writes (each one fsynced).
@@ -130,6 +105,12 @@ class Settings(BaseSettings):
     # Seconds from a request's arrival to its answer: when Redis has not confirmed the
     # claim by then, the answer is 503 (Slack gives up at 3 s, GitHub at 10 s).
     webhook_ack_timeout: float = Field(2.0, gt=0, le=30)
+    # Replicas that must hold a claim before its 200 (WAIT, or WAITAOF: in their AOF too).
+    # 0: the primary alone, as with one Redis. See the README's "Running on more than one
+    # machine".
+    webhook_replica_acks: int = Field(0, ge=0, le=10)
+    webhook_replica_ack_timeout: float = Field(0.5, gt=0, le=10)
+    webhook_replica_ack_mode: Literal["wait", "waitaof"] = "wait"
     # Enables POST /webhooks/{source}/replay for events whose signature no longer matches.
     webhook_replay_token: SecretStr | None = None
     stripe_api_key: SecretStr | None = None
@@ -179,6 +160,15 @@ class Settings(BaseSettings):
         settings.sources  # noqa: B018 - resolving is the validation
         settings._check_secrets()
         settings._check_providers()
+        settings.redis_target  # noqa: B018 - parsing is the validation
+        if (
+            settings.webhook_replica_acks
+            and settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout
+        ):
+            raise ConfigError(
+                "WEBHOOK_REPLICA_ACK_TIMEOUT must be shorter than WEBHOOK_ACK_TIMEOUT: the "
+                "replicas' acknowledgement is part of the answer's time"
+            )
         return settings
 
     def _check_providers(self) -> None:
@@ -198,6 +188,7 @@ class Settings(BaseSettings):
             ("RQ_DASHBOARD_PASSWORD", self.rq_dashboard_password),
             ("STRIPE_API_KEY", self.stripe_api_key),
             ("GITHUB_TOKEN", self.github_token),
+            ("REDIS_SENTINEL_PASSWORD", self.redis_sentinel_password),
         ):
             if secret is not None:
                 check_not_placeholder(variable, secret.get_secret_value())
@@ -214,6 +205,7 @@ class Settings(BaseSettings):
         "rq_dashboard_password",
         "stripe_api_key",
         "github_token",
+        "redis_sentinel_password",
         mode="before",
     )
     @classmethod
@@ -225,7 +217,11 @@ class Settings(BaseSettings):
         return value.strip() if isinstance(value, str) else value
 
     _csv = field_validator(
-        "webhook_sources", "webhook_handlers", "webhook_fetch_allow", mode="before"
+        "webhook_sources",
+        "webhook_handlers",
+        "webhook_fetch_allow",
+        "redis_sentinels",
+        mode="before",
     )(_split_csv)
 
     @field_validator("webhook_public_url", mode="before")
@@ -234,8 +230,6 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return value.strip().rstrip("/") or None
         return value
-
-    _redis_url = field_validator("redis_url")(check_redis_url)
 
     @field_validator("webhook_retry_intervals", mode="before")
     @classmethod
@@ -257,6 +251,19 @@ class Settings(BaseSettings):
         """One interval per retry; the last configured value repeats."""
         given = self.webhook_retry_intervals
         return [given[min(i, len(given) - 1)] for i in range(self.webhook_max_retries)]
+
+    @property
+    def redis_target(self) -> RedisTarget:
+        """Where Redis is (one server, or Sentinel's primary), read the same way for every
+        process. Not cached: `model_copy(update={"redis_url": ...})` must not keep the old."""
+        password = self.redis_sentinel_password
+        return parse_target(
+            self.redis_url,
+            self.redis_sentinels,
+            self.redis_sentinel_master,
+            self.redis_sentinel_username,
+            password.get_secret_value() if password else None,
+        )
 
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:

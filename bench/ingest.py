@@ -90,6 +90,29 @@ def wrk(port: int, bodies: Path, seconds: int, connections: int, threads: int) -
     return summary
 
 
+def one_run(
+    app: str,
+    env: dict[str, str],
+    tmp: Path,
+    tag: str,
+    seconds: int,
+    connections: int,
+    threads: int,
+) -> dict[str, Any]:
+    """One wrk run (after a second's warm-up) against a fresh server of `app`."""
+    bodies = tmp / f"{tag}.txt"
+    # More bodies than any run can send: every request is a new event.
+    signed_bodies(bodies, 60_000 * seconds // 10, tag)
+    port = free_port()
+    server = serve(app, port, env)
+    try:
+        wrk(port, bodies, 1, connections, threads)  # warm-up
+        return wrk(port, bodies, seconds, connections, threads)
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def ingest(
     redis_url: str,
     rounds: int,
@@ -108,17 +131,9 @@ def ingest(
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(rounds):
             for name, app in (("noop", "bench.noop_app:app"), ("receiver", "app.main:app")):
-                bodies = Path(tmp) / f"{name}-{round_}.txt"
-                # More bodies than any run can send: every request is a new event.
-                signed_bodies(bodies, 60_000 * seconds // 10, f"{name}{round_}")
-                port = free_port()
-                server = serve(app, port, env)
-                try:
-                    wrk(port, bodies, 1, connections, threads)  # warm-up
-                    results[name].append(wrk(port, bodies, seconds, connections, threads))
-                finally:
-                    server.terminate()
-                    server.wait()
+                tag = f"{name}{round_}"
+                run = one_run(app, env, Path(tmp), tag, seconds, connections, threads)
+                results[name].append(run)
                 Redis.from_url(redis_url).flushall()
     ratios = [
         r["rps"] / n["rps"] for r, n in zip(results["receiver"], results["noop"], strict=True)

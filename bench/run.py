@@ -9,6 +9,8 @@ rounds' ratios is reported:
 - peers (`bench/peers.py`): Celery and dramatiq draining the same jobs, over the same loop;
 - memory (`bench/memory.py`): Redis bytes per dedupe key and per accepted event;
 - the Events page (`bench/events_page.py`) over a million ledger records.
+- replica acks (`bench/replicas.py`): the receiver at WEBHOOK_REPLICA_ACKS=1 over 0, on a
+  primary and a replica of its own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from bench.events_page import run as events_page
 from bench.ingest import ingest
 from bench.memory import memory
 from bench.peers import peers
+from bench.replicas import replica_acks
 from bench.table import table
 from workers.dev.redis_server import RedisServer
 
@@ -43,10 +46,19 @@ def main() -> None:
     parser.add_argument("--drain-events", type=int, default=5000)
     parser.add_argument("--skip-peers", action="store_true", help="Do not install or run them.")
     parser.add_argument("--events-records", type=int, default=1_000_000)
+    parser.add_argument(
+        "--only",
+        choices=["replicas"],
+        help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0.",
+    )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
+    load = (args.rounds, args.seconds, args.connections, args.threads)
+    if args.only == "replicas":
+        print(table({"replicas": replica_acks(*load)}))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         redis = RedisServer(Path(tmp) / "redis").start()
         try:
@@ -62,6 +74,7 @@ def main() -> None:
                 "peers": {} if args.skip_peers else peers(url, rounds, events),
                 "memory": memory(url, 10_000),
             }
+            result["replicas"] = replica_acks(*load)
         finally:
             redis.stop()
         # The page reads; persistence would only slow the million records' filling.

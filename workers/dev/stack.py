@@ -32,7 +32,14 @@ from workers.dev.devenv import (
     retries_line,
 )
 from workers.dev.redis_server import RedisServer
-from workers.dev.stackfile import DEV_ENV, VAR, StackFile, configured, remove_stack_file
+from workers.dev.stackfile import (
+    DEV_ENV,
+    VAR,
+    StackFile,
+    configured,
+    redis_configured,
+    remove_stack_file,
+)
 from workers.dev.terminal import own_foreground
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -106,7 +113,7 @@ def _run(stop: Stop, terminal: bool) -> int:
     settings = _check(env)
     redis: RedisServer | None = None
     try:
-        if not configured("REDIS_URL"):
+        if redis_configured() is None:
             redis = RedisServer(VAR / "redis", detached=True).start()
             env["REDIS_URL"] = redis.url
         base = _base_port()

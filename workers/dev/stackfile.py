@@ -28,6 +28,11 @@ def configured(name: str, root: Path = Path()) -> bool:
     return bool(env_file.is_file() and dotenv_values(env_file).get(name))
 
 
+def redis_configured(root: Path = Path()) -> str | None:
+    """Which variable names the Redis to use (Sentinel's, or one server's), if any."""
+    return next((n for n in ("REDIS_SENTINELS", "REDIS_URL") if configured(n, root)), None)
+
+
 @dataclass(frozen=True, slots=True)
 class StackFile:
     pid: int  # the `webhooks dev` process: the stack is up while it runs

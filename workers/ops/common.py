@@ -9,13 +9,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import click
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from app.connection import OPERATOR, sync_client
 from app.logs import terminal_text
+from app.redis_errors import describe
+from app.redis_target import safe_where
 from app.settings import ConfigError, Settings
 from workers.ops.target import Target, resolve_target
 
@@ -55,30 +59,31 @@ def load_settings() -> Settings:
 
 
 def where(url: str) -> str:
-    """Host, port and database of a Redis URL, never its password."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        return parts.path
-    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}{parts.path or ''}"
+    """Where a Redis URL points (host and port, a unix socket, sentinels), never its
+    password; a URL that does not parse (several hosts, a typo) is described, not raised."""
+    return safe_where(url)
 
 
 @contextmanager
 def redis_connection(settings: Settings) -> Iterator[Redis]:
-    """A connection to the settings' Redis; which one is said once on stderr, and an
-    unreachable one is an error that says how to point the command elsewhere."""
+    """The settings' Redis, built as every process builds it (Sentinel's primary when
+    REDIS_SENTINELS is set); which one is said once on stderr. A failure is one line:
+    where, what, and how to point the command elsewhere."""
     context = click.get_current_context(silent=True)
     target: Target | None = context.meta.get(_TARGET) if context is not None else None
     if context is not None and target is not None and not context.meta.get(_TARGET + ".said"):
         context.meta[_TARGET + ".said"] = True
         click.echo(f"redis: {where(settings.redis_url)} ({target.describe()})", err=True)
-    connection = Redis.from_url(settings.redis_url, socket_connect_timeout=3)
+    connection = sync_client(settings, OPERATOR)
     try:
         yield connection
     except RedisError as exc:
-        hint = f"; {target.hint()}" if target is not None else ""
-        raise CommandError(
-            f"cannot reach Redis at {where(settings.redis_url)}: {type(exc).__name__}{hint}"
-        ) from None
+        unreachable = isinstance(exc, RedisConnectionError | RedisTimeoutError)
+        lead = "cannot reach Redis at" if unreachable else "Redis at"
+        hint = f"; {target.hint()}" if target is not None and unreachable else ""
+        raise CommandError(f"{lead} {describe(exc, settings.redis_target)}{hint}") from None
+    except ConfigError as exc:  # e.g. WEBHOOK_REPLICA_ACK_MODE=waitaof on a Redis without it
+        raise CommandError(str(exc)) from None
     finally:
         connection.close()
 

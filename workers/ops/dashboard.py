@@ -6,19 +6,27 @@ What differs from `rq-dashboard` run bare:
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
   jobs that have not run cannot be deleted (`dashboard_guard.py`);
 - a job's metadata reads as lines, times in ISO 8601, and the navigation has an Events page
-  (`dashboard_pages.py`, `events_page/`), behind the same login and guard.
+  (`dashboard_pages.py`, `events_page/`), behind the same login and guard;
+- its Redis is the one every process uses (`app/connection.py`: Sentinel's primary too, TLS,
+  ACL users), kept for the process: rq-dashboard would build a client from its URL
+  setting on every page, with a parser of its own; an unreachable Redis is a 503 page of
+  one line that says why, never a 500.
 """
 
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from redis import Redis
+from redis.exceptions import RedisError
 from rq_dashboard.cli import make_flask_app
-from rq_dashboard.web import setup_rq_connection
+from rq_dashboard.web import blueprint, push_rq_connection
 
-from app.logs import configure_logging
+from app.connection import OPERATOR, sync_client
+from app.logs import configure_logging, logger
+from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
 from workers.ops.dashboard_pages import edit_template, readable_job_info
@@ -43,16 +51,17 @@ def create_dashboard(settings: Settings) -> Flask:
     expected_user, expected_password = username.encode(), password.encode()
 
     app: Flask = make_flask_app(None, None, None, "")
-    app.config["RQ_DASHBOARD_REDIS_URL"] = settings.redis_url
+    # Shown in the page's instance list: where, never a credential.
+    app.config["RQ_DASHBOARD_REDIS_URL"] = (settings.redis_target.where,)
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
-    setup_rq_connection(app)
+    use_connection(app, sync_client(settings, OPERATOR), settings)
     # rq-dashboard's templates escaped first, then edited (the edits anchor on `<%- %>`).
     escaped = TransformingLoader(app.jinja_env.loader, escape_rq_dashboard)  # type: ignore[arg-type]
     app.jinja_env.loader = TransformingLoader(escaped, edit_template)
     readable_job_info(app)
 
     def connection() -> Redis:
-        # rq-dashboard keeps its connection on the app object.
+        # rq-dashboard's pages read it from the app object (`use_connection`).
         return current_app.redis_conn  # type: ignore[attr-defined, no-any-return]
 
     # Registered before the guard is built, so the guard covers its actions too.
@@ -79,6 +88,37 @@ def create_dashboard(settings: Settings) -> Flask:
         return response
 
     return app
+
+
+def use_connection(app: Flask, connection: Redis, settings: Settings) -> None:
+    """rq-dashboard's pages read `current_app.redis_conn`, which its own `before_request`
+    rebuilds from RQ_DASHBOARD_REDIS_URL on every page: that hook gives way to one that
+    hands every page this client."""
+    app.redis_conn = connection  # type: ignore[attr-defined]
+    hooks = app.before_request_funcs.setdefault(blueprint.name, [])
+    hooks[:] = [hook for hook in hooks if hook is not push_rq_connection]
+
+    def keep_connection() -> None:
+        current_app.redis_conn = connection  # type: ignore[attr-defined]
+
+    hooks.insert(0, keep_connection)
+
+    # rq-dashboard's front page swallows a connection error into a bare 200 "Connection
+    # Error": asked first, Redis's answer is the one-line 503 below, which says why.
+    endpoint = f"{blueprint.name}.queues_overview"
+    front_page = app.view_functions[endpoint]
+
+    def queues_overview(**kwargs: Any) -> Any:
+        connection.ping()
+        return front_page(**kwargs)
+
+    app.view_functions[endpoint] = queues_overview
+
+    @app.errorhandler(RedisError)
+    def redis_unavailable(exc: RedisError) -> Response:
+        line = describe(exc, settings.redis_target)
+        logger.warning(f"dashboard: redis unavailable: {line}")
+        return Response(f"Redis unavailable: {line}\n", 503, {"Retry-After": "5"}, "text/plain")
 
 
 def run_dashboard(settings: Settings, host: str, port: int) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import Settings
-from workers.dev.stackfile import STACK_FILE, configured, credentials, find_stack
+from workers.dev.stackfile import STACK_FILE, configured, credentials, find_stack, redis_configured
 
 START_ONE = (
     "REDIS_URL is not set and no `make run` stack of this checkout is up: start one with "
@@ -25,7 +25,7 @@ START_ONE = (
 class Target:
     """Settings to apply on top of the environment, and where the Redis came from."""
 
-    origin: str  # "REDIS_URL", "stack" or "default"
+    origin: str  # "REDIS_URL", "REDIS_SENTINELS", "stack" or "default"
     overrides: dict[str, Any] = field(default_factory=dict)
     stack_file: Path | None = None
     stale_file: Path | None = None
@@ -33,16 +33,16 @@ class Target:
     def describe(self) -> str:
         if self.origin == "stack":
             return f"the `make run` stack of this checkout, {_relative(self.stack_file)}"
-        if self.origin == "REDIS_URL":
-            return "REDIS_URL"
+        if self.origin in ("REDIS_URL", "REDIS_SENTINELS"):
+            return self.origin
         return "the default: REDIS_URL is not set"
 
     def hint(self) -> str:
         """What to do when that Redis does not answer, or the settings do not load."""
         if self.origin == "stack":
             return "is `make run` still running?"
-        if self.origin == "REDIS_URL":
-            return "check REDIS_URL"
+        if self.origin in ("REDIS_URL", "REDIS_SENTINELS"):
+            return f"check {self.origin}"
         stale = (
             f" ({_relative(self.stale_file)} is left from a stack that no longer runs)"
             if self.stale_file
@@ -57,8 +57,9 @@ def _relative(path: Path | None) -> str:
 
 
 def resolve_target(start: Path | None = None) -> Target:
-    if configured("REDIS_URL", start or Path()):
-        return Target("REDIS_URL")
+    named = redis_configured(start or Path())
+    if named is not None:
+        return Target(named)
     found = find_stack(start)
     if found is None or found.stack is None:
         stale = found.root / STACK_FILE if found is not None else None

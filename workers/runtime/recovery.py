@@ -10,15 +10,24 @@ A worker that dies (SIGKILL, OOM, a lost machine) may leave:
   to the head of the queue once seen there twice, STUCK_SECONDS apart. RQ's own sweep of
   the intermediate queue would count them as failed attempts, a minute later.
 It runs under RQ's maintenance lock, so one worker at a time does it.
+
+After a Redis outage or failover, the worker process rebuilds its worker (`run.py`), and
+what its previous incarnation held is known to be orphaned at once: `release_previous`
+expires that incarnation's executions and drops a maintenance lock it left, so the new
+worker's first maintenance (at its start) takes them back, rather than waiting for their
+heartbeats to run out and for a lock left by the dead incarnation (RQ's lasts 15 minutes).
+A job seen in the intermediate queue asks for the next maintenance as soon as its second
+sighting is due (`recover` returns when), not a whole maintenance interval later.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, cast
 
 from redis import Redis
 from rq import Queue
-from rq.executions import Execution
+from rq.executions import WORKER_EXECUTIONS_KEY_TEMPLATE, Execution
 from rq.job import Job, JobStatus
 from rq.utils import current_timestamp, now
 
@@ -37,9 +46,28 @@ return 0
 """
 
 
-def recover(worker: Any, queue: Queue) -> None:
+def recover(worker: Any, queue: Queue) -> float | None:
+    """Take back what dead workers held; returns in how many seconds a job seen once in
+    the intermediate queue is due its second sighting, if any is."""
     recover_batches(worker, queue)
-    recover_taken(queue)
+    return recover_taken(queue)
+
+
+def release_previous(connection: Redis, queue: Queue, names: Iterable[str]) -> int:
+    """Expire, in the started registry, the executions of this process's previous (dead)
+    incarnations, and drop a maintenance lock one of them held. Returns how many."""
+    registry = queue.started_job_registry
+    released = 0
+    for name in names:
+        members = cast(set[bytes], connection.smembers(WORKER_EXECUTIONS_KEY_TEMPLATE.format(name)))
+        if members:
+            # XX: only executions still in the registry; score 0: expired now.
+            expired: dict[bytes, float] = dict.fromkeys(members, 0)
+            released += cast(int, connection.zadd(registry.key, expired, xx=True, ch=True))
+        lock = cast(bytes | None, connection.get(queue.registry_cleaning_key))
+        if lock is not None and lock.decode(errors="replace") == name:
+            connection.delete(queue.registry_cleaning_key)
+    return released
 
 
 def recover_batches(worker: Any, queue: Queue) -> None:
@@ -72,14 +100,21 @@ def recover_batches(worker: Any, queue: Queue) -> None:
             log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery")
 
 
-def recover_taken(queue: Queue) -> None:
+def recover_taken(queue: Queue) -> float | None:
     taken = queue.intermediate_queue
+    due: float | None = None
     for job_id in taken.get_job_ids():
         if job_id in queue.started_job_registry:
             continue
         first_seen = taken.get_first_seen(job_id)
         if first_seen is None:
             taken.set_first_seen(job_id)
-        elif (now() - first_seen).total_seconds() >= STUCK_SECONDS:
+            due = STUCK_SECONDS
+            continue
+        age = (now() - first_seen).total_seconds()
+        if age >= STUCK_SECONDS:
             queue.connection.eval(PUT_BACK, 2, taken.key, queue.key, job_id)
             queue.connection.delete(taken.get_first_seen_key(job_id))
+        else:
+            due = min(due if due is not None else STUCK_SECONDS, STUCK_SECONDS - age)
+    return due

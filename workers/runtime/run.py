@@ -1,23 +1,36 @@
 """Starting and supervising the worker process (`webhooks worker`, the Procfile's `worker:`).
 
 Imports the handler modules, builds the worker the settings ask for, and rebuilds it when
-Redis failure ends its loop, instead of exiting as `rq worker` does.
+Redis failure ends its loop, instead of exiting as `rq worker` does:
+- the failure is said in one line (`ProblemLog`: what, where, what to check), not as RQ's
+  traceback, and again only when it changes or every minute while it lasts;
+- Redis is probed every PROBE_EVERY seconds, and the worker is rebuilt as soon as it
+  answers (after a restart, or once Sentinel has promoted a replica), not after a backoff;
+- the rebuilt worker takes back at once what its predecessor held (`release_previous`),
+  and keeps its scheduler's name, so the scheduler's lock is refreshed, not waited out.
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import signal
 import time
+import uuid
 
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue
 
+from app.connection import PROBE, WORKER, sync_client
 from app.logs import configure_logging, logger
+from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
 from workers.registry import registry
+from workers.runtime.recovery import release_previous
 from workers.runtime.worker import WebhookWorker
+
+PROBE_EVERY = 0.5
 
 
 def import_handlers(settings: Settings) -> None:
@@ -37,29 +50,60 @@ def import_handlers(settings: Settings) -> None:
         logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
 
 
-def build_worker(settings: Settings, connection: Redis | None = None) -> WebhookWorker:
-    connection = connection or Redis.from_url(settings.redis_url)
+def build_worker(
+    settings: Settings, connection: Redis | None = None, scheduler_name: str | None = None
+) -> WebhookWorker:
+    connection = connection or sync_client(settings, WORKER)
     queue = Queue(settings.webhook_queue, connection=connection)
     return WebhookWorker(
         [queue],
         connection=connection,
         settings=settings,
+        scheduler_name=scheduler_name,
         maintenance_interval=settings.webhook_maintenance_interval,
         # Descriptions hold event ids; the JSON state lines already say what ran.
         log_job_description=False,
     )
 
 
+class RedisLoss(logging.Filter):
+    """Keeps the Redis error that ended RQ's loop, instead of RQ's traceback of it: the
+    supervisor says it in one line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], RedisError):
+            self.error = record.exc_info[1]
+            return False
+        return True
+
+    def take(self) -> BaseException | None:
+        error, self.error = self.error, None
+        return error
+
+
 def run_worker(settings: Settings, burst: bool = False) -> None:
     """Run until SIGTERM/SIGINT, rebuilding the worker whenever Redis failure ends its loop."""
     configure_logging()
     import_handlers(settings)
+    loss = RedisLoss()
+    logging.getLogger("rq.worker").addFilter(loss)
+    problems = ProblemLog("worker", settings.redis_target)
+    scheduler_name = uuid.uuid4().hex
+    previous: list[str] = []
     delay = 1.0
     while True:
         started = time.monotonic()
         worker: WebhookWorker | None = None
+        connection = sync_client(settings, WORKER)
         try:
-            worker = build_worker(settings)
+            worker = build_worker(settings, connection, scheduler_name)
+            if previous:
+                release_previous(connection, worker.queues[0], previous)
+            problems.recovered()
             worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
         except RedisError as exc:
             # A stop requested while Redis is away ends here too: RQ's own shutdown writes
@@ -67,19 +111,53 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
             # recovered by another worker's sweep, as for a killed worker.
             if worker is not None and worker.stop_signalled:
                 return
-            logger.warning(
-                "redis unavailable; worker retrying",
-                extra={"error": type(exc).__name__, "retry_in": delay},
-            )
+            problems.report(loss.take() or exc)
         else:
             if burst or worker.stop_signalled:
                 return
-            logger.warning(
-                "worker loop ended without a stop request; restarting", extra={"retry_in": delay}
-            )
+            lost = loss.take()
+            if lost is not None:
+                problems.report(lost)
+            else:
+                logger.warning(
+                    "worker loop ended without a stop request; restarting",
+                    extra={"retry_in": delay},
+                )
+        finally:
+            if worker is not None:
+                previous = [*previous[-4:], worker.name]
+                stop_listening(worker)
+            connection.close()
         # Between two workers, a signal should simply end the process.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        if problems.current is not None:
+            wait_for_redis(settings, problems)
+            continue
         time.sleep(delay)
-        # Back off while Redis stays away; start afresh after a worker that ran a while.
+        # Back off a loop that keeps ending by itself; start afresh after one that ran a while.
         delay = 1.0 if time.monotonic() - started > 60 else min(delay * 2, 30.0)
+
+
+def stop_listening(worker: WebhookWorker) -> None:
+    """RQ's teardown stops the worker's command listener (a thread) only when Redis is
+    there to unsubscribe from; a rebuilt worker must not leave one behind per outage."""
+    thread = getattr(worker, "pubsub_thread", None)
+    if thread is not None:
+        thread.stop()
+
+
+def wait_for_redis(settings: Settings, problems: ProblemLog) -> None:
+    """Probe until Redis (Sentinel's primary, when there is one) answers a write."""
+    probe = sync_client(settings, PROBE)
+    try:
+        while True:
+            time.sleep(PROBE_EVERY)
+            try:
+                # A write: a demoted primary answers PING but refuses this (READONLY).
+                probe.set(f"{settings.webhook_key_prefix}:worker-probe", "1", px=10_000)
+                return
+            except RedisError as exc:
+                problems.report(exc)
+    finally:
+        probe.close()

@@ -12,6 +12,7 @@ in one pipeline with this project's writes (meta, ledger, counters) riding along
 - WEBHOOK_WORKER_MODE=simple: the same in the worker process, for trusted handlers.
 A killed worker's batch is recovered by another worker's sweep of the started registry,
 within about 20 s (heartbeats every 5 s that expire after 15 s; `retries.py`).
+Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s.
 """
 
 from __future__ import annotations
@@ -26,16 +27,14 @@ from typing import Any
 
 from rq import Queue
 from rq.job import Job
-from rq.registry import clean_registries
 from rq.utils import now
-from rq.worker import BaseWorker, WorkerStatus
-from rq.worker_registration import clean_worker_registry
+from rq.worker import WorkerStatus
 
 from app.settings import Settings
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
 from workers.runtime.horse import Horse
-from workers.runtime.recovery import recover
+from workers.runtime.maintenance import MaintainedWorker
 from workers.runtime.runner import DEFAULT_TIMEOUT, Ended, Started, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
 from workers.runtime.take import take
@@ -47,12 +46,15 @@ HEARTBEAT_GRACE = 10
 WORKER_TTL = 35
 
 
-class WebhookWorker(BaseWorker):
-    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+class WebhookWorker(MaintainedWorker):
+    def __init__(
+        self, *args: Any, settings: Settings, scheduler_name: str | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_INTERVAL)
         kwargs.setdefault("worker_ttl", WORKER_TTL)
         super().__init__(*args, **kwargs)
         self.settings = settings
+        self.scheduler_name = scheduler_name
         self.isolated = settings.webhook_worker_mode == "fork"
         self.stop_signalled = False
         self.stop_after_current = StopAfterCurrent()
@@ -88,7 +90,8 @@ class WebhookWorker(BaseWorker):
             if found is None:
                 if timeout is None:
                     return None  # burst: the queue is empty
-                block = timeout
+                # Wake for a maintenance that recovery asked to come early.
+                block = max(1, min(timeout, int(self.until_maintenance()) + 1))
                 if max_idle_time is not None:
                     left = max_idle_time - (now() - idle_since).total_seconds()
                     if left <= 0:
@@ -133,21 +136,6 @@ class WebhookWorker(BaseWorker):
         finally:
             self.horse.close()
             super().teardown()  # type: ignore[no-untyped-call]
-
-    def clean_registries(self) -> None:
-        """RQ's maintenance, with what dead workers held taken back first (`recovery.py`)."""
-        for queue in self.queues:
-            # One worker at a time, under RQ's own lock; RQ's sweep then finds only the jobs
-            # that were running when their worker died.
-            if queue.acquire_maintenance_lock():
-                try:
-                    recover(self, queue)
-                    clean_registries(queue, self._exc_handlers)
-                    clean_worker_registry(queue)
-                    queue.intermediate_queue.cleanup(self, queue)
-                finally:
-                    queue.release_maintenance_lock()  # type: ignore[no-untyped-call]
-        self.last_cleaned_at = now()  # type: ignore[assignment]
 
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at

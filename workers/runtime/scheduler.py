@@ -1,0 +1,64 @@
+"""RQ's scheduler (due retries back onto the queue), made to follow Redis wherever it goes.
+
+RQ's scheduler process rebuilds its connection from the worker's connection's keyword
+arguments, which cannot express a Sentinel-managed primary, and exits on the first Redis
+error; the worker then restarts it at its next maintenance, and only once the scheduler's
+lock (held under the old scheduler's random name, for 61 s) has expired. At a failover that
+made a retry due in 2 s run 43 s late. Here:
+- the scheduler process builds its connection with the same factory as everything else
+  (`app/connection.py`), so it follows the primary Sentinel names;
+- a Redis error in its loop is logged once (`ProblemLog`) and the loop goes on: the next
+  second's heartbeat refreshes (or takes back) its lock and enqueues what is due;
+- its name is the worker process's, kept across the worker's rebuilds (`run.py`), so a new
+  scheduler refreshes the lock its predecessor held instead of waiting for it to expire.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, cast
+
+from redis import Redis
+from redis.exceptions import RedisError
+from rq.scheduler import RQScheduler
+
+from app.connection import SCHEDULER, sync_client
+from app.redis_errors import ProblemLog
+from app.settings import Settings
+
+
+class FollowingScheduler(RQScheduler):
+    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = settings
+
+    @property
+    def connection(self) -> Redis:
+        # Built afresh in the scheduler's process (RQ drops it before forking).
+        if self._connection is None:
+            self._connection = sync_client(self.settings, SCHEDULER)  # type: ignore[assignment]
+        return cast(Redis, self._connection)
+
+    def work(self) -> None:
+        self._install_signal_handlers()  # type: ignore[no-untyped-call]
+        problems = ProblemLog("scheduler", self.settings.redis_target)
+        born = False
+        while not self._stop_requested:
+            try:
+                if not born:
+                    self.register_birth()
+                    born = True
+                if self.should_reacquire_locks:
+                    self.acquire_locks()  # type: ignore[no-untyped-call]
+                self.heartbeat()  # type: ignore[no-untyped-call]
+                self.enqueue_scheduled_jobs()  # type: ignore[no-untyped-call]
+                problems.recovered()
+            except RedisError as exc:
+                problems.report(exc)
+                self._scheduled_job_registries = []
+            time.sleep(self.interval)
+        # Without Redis its lock expires by itself; the next scheduler of this name
+        # refreshes it anyway.
+        with contextlib.suppress(RedisError):
+            self.stop()  # type: ignore[no-untyped-call]
