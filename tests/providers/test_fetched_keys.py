@@ -170,6 +170,23 @@ def test_a_key_server_that_never_answers_is_503_within_the_timeout(
     assert response.status_code == 503 and time.monotonic() - started < 3
 
 
+def test_a_key_fetch_is_cut_at_the_acknowledgement_deadline_not_the_fetch_timeout(
+    make_client: ClientFactory,
+) -> None:
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        key = s.sns_key("silent")
+        message = fake_keys.sns_message(key.material, "m-1", int(time.time()))
+        message["SigningCertURL"] = (
+            f"http://127.0.0.1:{silent.getsockname()[1]}/SimpleNotificationService-{'0' * 32}.pem"
+        )
+        client = sns_client(make_client, key, webhook_fetch_timeout=30, webhook_ack_timeout=0.6)
+        response = client.post("/webhooks/sns", content=json.dumps(message).encode())
+    assert response.status_code == 503
+    assert "within WEBHOOK_ACK_TIMEOUT" in response.json()["detail"]
+
+
 def certificate_url_variants(good: str) -> dict[str, str]:
     """The URL of a real certificate, changed in ways that name it (or nothing) anew."""
     origin, path = good[: good.index("/", 8)], good[good.index("/", 8) :]
