@@ -54,12 +54,18 @@ class ScriptBatcher:
         batch, self.pending = self.pending, []
         try:
             results = await self.send(batch)
-            if any(isinstance(r, NoScriptError) for r in results):
-                # Redis restarted or its script cache was flushed: load once, send again.
-                await self.redis.script_load(self.script.script)
-                results = await self.send(batch)
             if self.acks is not None:
                 self.acks.check(results[len(batch) :])
+            missing = [i for i, r in enumerate(results[: len(batch)]) if _no_script(r)]
+            if missing:
+                # Redis restarted or its script cache was flushed: load it once and send
+                # again only what did not run; a claim that landed would answer duplicate.
+                await self.redis.script_load(self.script.script)
+                again = await self.send([batch[i] for i in missing])
+                if self.acks is not None:
+                    self.acks.check(again[len(missing) :])
+                for i, result in zip(missing, again, strict=False):
+                    results[i] = result
         except Exception as exc:
             for *_, future in batch:
                 if not future.done():
@@ -82,6 +88,10 @@ class ScriptBatcher:
             if self.acks is not None:
                 self.acks.add_to(pipe)
             return list(await pipe.execute(raise_on_error=False))
+
+
+def _no_script(result: Any) -> bool:
+    return isinstance(result, NoScriptError)
 
 
 def _expire(future: asyncio.Future[Any]) -> None:

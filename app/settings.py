@@ -23,38 +23,25 @@ from pydantic_settings import (
 )
 
 from app.redis_target import RedisTarget, parse_target
+from app.settings_checks import check_loaded, one_line
 from app.sources import (
     PROVIDERS,
     ConfigError,
     Defaults,
     PerSourceVariables,
     SourceConfig,
-    check_not_placeholder,
     env_suffix,
     resolve_sources,
 )
 
 __all__ = ["PROVIDERS", "ConfigError", "Settings", "SourceConfig", "env_suffix"]
 
-MIN_REPLAY_TOKEN_LENGTH = 32
 DEFAULT_FETCH_ALLOW = (
     "https://sns.{region}.amazonaws.com",
     "https://sns.{region}.amazonaws.com.cn",
     "https://production.plaid.com",
     "https://sandbox.plaid.com",
 )
-
-
-def one_line(error: ValidationError) -> str:
-    """A pydantic error as one line per setting: the variable, what was expected; never the
-    value given (it may be a secret)."""
-    parts = []
-    for item in error.errors(include_url=False, include_input=False):
-        variable = str(item["loc"][0]).upper() if item["loc"] else "configuration"
-        message = item["msg"].removeprefix("Value error, ").removeprefix(f"{variable} ")
-        parts.append(f"{variable}: {message}")
-    # A list setting reports each bad item; one mention per problem is enough.
-    return "; ".join(dict.fromkeys(parts))
 
 
 def _split_csv(value: object) -> object:
@@ -157,47 +144,8 @@ class Settings(BaseSettings):
             settings = cls(**overrides)
         except ValidationError as exc:
             raise ConfigError(one_line(exc)) from None
-        settings.sources  # noqa: B018 - resolving is the validation
-        settings._check_secrets()
-        settings._check_providers()
-        settings.redis_target  # noqa: B018 - parsing is the validation
-        if (
-            settings.webhook_replica_acks
-            and settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout
-        ):
-            raise ConfigError(
-                "WEBHOOK_REPLICA_ACK_TIMEOUT must be shorter than WEBHOOK_ACK_TIMEOUT: the "
-                "replicas' acknowledgement is part of the answer's time"
-            )
+        check_loaded(settings)
         return settings
-
-    def _check_providers(self) -> None:
-        """Build every source's verifier once, so a bad recipe, key or provider variable
-        stops startup (of the workers too) with its one-line `ConfigError`."""
-        from app.keyfetch import KeyFetcher  # the providers import this module
-        from app.providers import verifier_for
-
-        fetcher = KeyFetcher.from_settings(self)
-        for source in self.sources.values():
-            verifier_for(source, fetcher)
-
-    def _check_secrets(self) -> None:
-        for variable, secret in (
-            ("WEBHOOK_SIGNING_SECRET", self.webhook_signing_secret),
-            ("WEBHOOK_REPLAY_TOKEN", self.webhook_replay_token),
-            ("RQ_DASHBOARD_PASSWORD", self.rq_dashboard_password),
-            ("STRIPE_API_KEY", self.stripe_api_key),
-            ("GITHUB_TOKEN", self.github_token),
-            ("REDIS_SENTINEL_PASSWORD", self.redis_sentinel_password),
-        ):
-            if secret is not None:
-                check_not_placeholder(variable, secret.get_secret_value())
-        token = self.webhook_replay_token
-        if token is not None and len(token.get_secret_value()) < MIN_REPLAY_TOKEN_LENGTH:
-            raise ConfigError(
-                f"WEBHOOK_REPLAY_TOKEN must be at least {MIN_REPLAY_TOKEN_LENGTH} characters "
-                "(it lets its holder enqueue unsigned events); leave it empty to disable replay"
-            )
 
     @field_validator(
         "webhook_replay_token",

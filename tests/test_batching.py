@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from redis import Redis
+from redis.exceptions import NoScriptError
 from rq import Queue
 
 from app.batching import ScriptBatcher
@@ -70,6 +71,30 @@ def test_a_flushed_script_cache_is_reloaded_and_the_batch_resent(
     results = claims(settings, ["b", "c"])
     assert [r.accepted for r in results] == [True, True]
     assert len(Queue("webhooks", connection=redis)) == 3
+
+
+def test_after_a_script_flush_only_the_claims_that_did_not_run_are_sent_again(
+    make_settings: Callable[..., Settings], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache flushed between two claims of one pipeline: the first landed, the second
+    # found no script. Sending both again would answer the first `duplicate`.
+    sent: list[list[str]] = []
+    send = ScriptBatcher.send
+
+    async def flushed_midway(self: ScriptBatcher, batch: list[Any]) -> list[Any]:
+        sent.append([keys[0] for keys, _, _ in batch])
+        if len(sent) > 1:
+            return await send(self, batch)
+        landed = await send(self, batch[:1])
+        redis.script_flush()
+        return [landed[0], NoScriptError("NOSCRIPT No matching script.")]
+
+    settings = make_settings()
+    claims(settings, ["warm-up"])
+    monkeypatch.setattr(ScriptBatcher, "send", flushed_midway)
+    results = claims(settings, ["p", "q"])
+    assert [r.accepted for r in results] == [True, True]
+    assert len(sent) == 2 and len(sent[1]) == 1 and sent[1][0] == sent[0][1]
 
 
 def test_a_cancelled_request_does_not_disturb_the_others_in_its_batch(

@@ -125,7 +125,9 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
 
         clean = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
         process = subprocess.Popen(
-            ["make", "run"],
+            # -o: the scratch checkout shares this one's .venv but not its packages; a
+            # reinstall from there would point the shared .venv at nothing.
+            ["make", "-o", ".venv/.installed", "run"],
             cwd=root,
             env={**clean, **env},
             stdin=secondary,

@@ -23,6 +23,7 @@ from workers.dev.redis_server import RedisServer
 from workers.runtime import batch as batches
 from workers.runtime.recovery import release_previous
 from workers.runtime.run import build_worker
+from workers.runtime.take import take
 
 BACK_WITHIN = 15
 EVENTS = 160
@@ -103,7 +104,7 @@ def test_a_rebuilt_worker_takes_back_at_once_what_its_previous_incarnation_held(
     assert harness.event("evt_1").json()["status"] == "accepted"
     first = build_worker(harness.settings, connection=redis)
     queue = first.queues[0]
-    batch = batches.take(redis, queue, 10, None)
+    batch = take(redis, queue, 10, None)
     assert batch is not None
     with redis.pipeline(transaction=False) as pipe:
         batches.begin(pipe, first, batch, 15)

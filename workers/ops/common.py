@@ -80,8 +80,11 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
     except RedisError as exc:
         unreachable = isinstance(exc, RedisConnectionError | RedisTimeoutError)
         lead = "cannot reach Redis at" if unreachable else "Redis at"
-        hint = f"; {target.hint()}" if target is not None and unreachable else ""
-        raise CommandError(f"{lead} {describe(exc, settings.redis_target)}{hint}") from None
+        line = describe(exc, settings.redis_target)
+        # What to do next, unless the error already says which variable to check.
+        if target is not None and unreachable and target.origin not in line:
+            line += f"; {target.hint()}"
+        raise CommandError(f"{lead} {line}") from None
     except ConfigError as exc:  # e.g. WEBHOOK_REPLICA_ACK_MODE=waitaof on a Redis without it
         raise CommandError(str(exc)) from None
     finally:

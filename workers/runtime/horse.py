@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis
+from redis.exceptions import RedisError
 from rq.job import Job
 
 from app.logs import logger
@@ -127,6 +128,9 @@ class Horse:
             try:
                 self.serve(Reader(task_read), report_write)
                 code = 0
+            except RedisError as exc:
+                # Redis went away mid-batch: the worker says so too, in its own one line.
+                logger.error(f"the batch child lost Redis ({type(exc).__name__})")
             except BaseException:
                 logger.exception("the batch child failed")
             finally:
