@@ -1,17 +1,20 @@
 """The worker of the `worker:` Procfile line: RQ's worker, taking its jobs in batches.
 
 RQ's own loop runs it (registration, signals, maintenance, the scheduler, teardown); what
-differs is one job at a time becoming a batch (`batch.py`): taken in one round trip, begun
-in one pipeline, run one handler after another in a forked child (`runner.py`), and settled
-in one pipeline with this project's writes (meta, ledger, counters) riding along.
+differs is one job at a time becoming a batch (`batch.py`): taken in one round trip
+(`take.py`), begun in one transaction, run one handler after another (`runner.py`), and
+settled in one transaction with this project's writes (meta, ledger, counters) riding along
+(`settlement.py`), while the next batch runs.
 
-- WEBHOOK_WORKER_MODE=fork (the default): one child per batch, so a crashing or leaking
-  handler cannot take the worker down. If the child dies, the worker knows from its reports
-  which jobs ended: those settle as they ended, the one that was running counts a failed
-  attempt, and the rest go back to the head of the queue with no attempt counted.
+- WEBHOOK_WORKER_MODE=fork (the default): a long-lived child runs the handlers, batch after
+  batch (`horse.py`), so a crashing or leaking handler cannot take the worker down. If the
+  child dies, the worker knows from its reports which jobs ended: those settle as they
+  ended, the one that was running counts a failed attempt, and the rest go back to the
+  head of the queue with no attempt counted.
 - WEBHOOK_WORKER_MODE=simple: the same in the worker process, for trusted handlers.
-A killed worker's batch is recovered by another worker's sweep of the started registry,
-within about 20 s (heartbeats every 5 s that expire after 15 s; `retries.py`).
+A killed worker's batch is recovered by another worker's maintenance within about 25 s
+(heartbeats every 5 s that expire after 15 s, maintenance every 10 s; `recovery.py`); in
+simple mode, the running job after its timeout + 10 s (the worker beats between handlers).
 Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s.
 """
 
