@@ -25,7 +25,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import httpx
 
@@ -41,6 +41,20 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 # An AWS region (us-east-1, us-gov-west-1, cn-north-1): never `s3` or `s3-us-west-2`, so
 # an S3 bucket named `sns` cannot pass for SNS's certificate host.
 _REGION = r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}"
+
+
+def split_origin(url: str) -> tuple[SplitResult, str] | None:
+    """The URL's parts and its origin (`scheme://host[:port]`, as parsed: lower-case host,
+    the port as a number); None when it does not parse, has no host or carries user info."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if "@" in parts.netloc or not parts.hostname:
+        return None
+    origin = f"{parts.scheme}://{parts.hostname}" + (f":{port}" if port is not None else "")
+    return parts, origin
 
 
 class KeyUnavailable(WebhookError):
@@ -123,15 +137,8 @@ class KeyFetcher:
 
     def allowed(self, url: str) -> bool:
         """True when the URL's origin is on the allow-list (no user info, no odd port)."""
-        try:
-            parts = urlsplit(url)
-            port = parts.port
-        except ValueError:
-            return False
-        if "@" in parts.netloc or not parts.hostname:
-            return False
-        origin = f"{parts.scheme}://{parts.hostname}" + (f":{port}" if port else "")
-        return any(pattern.fullmatch(origin) for pattern in self.origins)
+        found = split_origin(url)
+        return found is not None and any(p.fullmatch(found[1]) for p in self.origins)
 
     async def load(self, key: str, fetch: Fetch, parse: Callable[[bytes], T], *, source: str) -> T:
         """The parsed key for `key`, from the cache or fetched (once, however many ask).

@@ -135,19 +135,22 @@ def ingest(
                 run = one_run(app, env, Path(tmp), tag, seconds, connections, threads)
                 results[name].append(run)
                 Redis.from_url(redis_url).flushall()
-    ratios = [
-        r["rps"] / n["rps"] for r, n in zip(results["receiver"], results["noop"], strict=True)
-    ]
+    return {**compare(results, "receiver", "noop"), "duplicates_answered": 0}
+
+
+def compare(runs: dict[str, list[dict[str, Any]]], measured: str, baseline: str) -> dict[str, Any]:
+    """wrk runs of two setups, side by side: the median of the rounds' ratios of requests/s,
+    each setup's median figures, and every error answered by either."""
+    ratios = [m["rps"] / b["rps"] for m, b in zip(runs[measured], runs[baseline], strict=True)]
     return {
         "ratio": statistics.median(ratios),
         "ratios": ratios,
         **{
-            f"{name}_{key}": statistics.median(run[key] for run in runs)
-            for name, runs in results.items()
+            f"{name}_{key}": statistics.median(run[key] for run in results)
+            for name, results in runs.items()
             for key in ("rps", "p50_us", "p99_us")
         },
         "non_2xx": sum(
-            run["non_2xx"] + run["socket_errors"] for runs in results.values() for run in runs
+            run["non_2xx"] + run["socket_errors"] for results in runs.values() for run in results
         ),
-        "duplicates_answered": 0,
     }

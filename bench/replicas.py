@@ -5,7 +5,6 @@ acknowledgement costs a round trip and its fsync; across machines, add the netwo
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from redis import Redis
 
 from bench.common import SECRET
-from bench.ingest import one_run
+from bench.ingest import compare, one_run
 from workers.dev.redis_server import RedisServer
 
 REPLICA = {"repl-diskless-sync-delay": "0"}
@@ -46,14 +45,4 @@ def _measure(
                 one_run("app.main:app", tagged, tmp, tag, seconds, connections, threads)
             )
             Redis.from_url(url).flushall()
-    ratios = [one["rps"] / zero["rps"] for one, zero in zip(runs["1"], runs["0"], strict=True)]
-    return {
-        "ratio": statistics.median(ratios),
-        "ratios": ratios,
-        **{
-            f"acks{acks}_{key}": statistics.median(run[key] for run in results)
-            for acks, results in runs.items()
-            for key in ("rps", "p50_us", "p99_us")
-        },
-        "non_2xx": sum(run["non_2xx"] + run["socket_errors"] for r in runs.values() for run in r),
-    }
+    return compare({f"acks{n}": results for n, results in runs.items()}, "acks1", "acks0")

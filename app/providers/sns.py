@@ -22,7 +22,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature as BadSignature
@@ -30,7 +29,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from app.errors import InvalidPayload, InvalidSignature
-from app.keyfetch import Fetch, KeyFetcher, KeyRefused
+from app.keyfetch import Fetch, KeyFetcher, KeyRefused, split_origin
 from app.providers.base import (
     Delivery,
     Verifier,
@@ -70,16 +69,11 @@ def is_certificate_url(url: str) -> bool:
     empty), user info, an upper-case scheme or host, a port written with leading zeros.
     Whether the origin itself is trusted is WEBHOOK_FETCH_ALLOW's to say.
     """
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
+    found = split_origin(url)
+    if found is None:
         return False
-    if "@" in parts.netloc or not parts.hostname:
-        return False
-    canonical = f"{parts.scheme}://{parts.hostname}"
-    canonical += (f":{port}" if port is not None else "") + parts.path
-    return url == canonical and CERTIFICATE_PATH.fullmatch(parts.path) is not None
+    parts, origin = found
+    return url == origin + parts.path and CERTIFICATE_PATH.fullmatch(parts.path) is not None
 
 
 def load_certificate_key(pem: bytes) -> rsa.RSAPublicKey:
