@@ -136,8 +136,9 @@ class Intake:
         )
         return (job.job_id, *call(keys, args))
 
-    def enqueue_call(self, job: NewJob, mark_queued: bool) -> tuple[list[str], list[Any]]:
-        """Keys and arguments of the ENQUEUE script: the job, unconditionally."""
+    def enqueue_call(self, job: NewJob) -> tuple[list[str], list[Any]]:
+        """Keys and arguments of the ENQUEUE script: the job under an id of its own,
+        unconditionally (a replay, which may be refused, builds its own: `ops/replay.py`)."""
         fields = self.job_hash.fields(job.call.args(), job.meta.to_meta(), job.description)
         keys = EnqueueKeys(
             job_key=self.keys.job(job.job_id),
@@ -145,7 +146,7 @@ class Intake:
             queues_key=RQ_QUEUES_SET,
             event_key=self.keys.event(job.call.source, job.call.event_id),
         )
-        keys_list, args = call(keys, EnqueueArgs(job.job_id, int(mark_queued)))
+        keys_list, args = call(keys, EnqueueArgs(job.job_id, replay=0))
         return keys_list, [*args, *fields]
 
     def duplicate_call(
@@ -153,7 +154,7 @@ class Intake:
     ) -> tuple[str, list[str], list[Any]]:
         job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
         job = self.new_job(source, delivery, raw, received_at, job_id=job_id, duplicate=True)
-        return (job_id, *self.enqueue_call(job, mark_queued=False))
+        return (job_id, *self.enqueue_call(job))
 
 
 class AsyncIntake(Intake):
@@ -216,11 +217,6 @@ class SyncIntake(Intake):
         acknowledge: the event may be claimed, and a run again answers it as already had."""
         job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
         return Claim(accepted=bool(self.replicated(self.claim_script, keys, args)), job_id=job_id)
-
-    def enqueue_again(self, job: NewJob) -> None:
-        """Enqueue an event whose job is gone, and mark its ledger record queued, atomically."""
-        keys, args = self.enqueue_call(job, mark_queued=True)
-        self.replicated(self.enqueue_script, keys, args)
 
     def replicated(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         """The script's reply, once the replicas acknowledged it (when they must)."""

@@ -50,6 +50,14 @@ def worker_rate(redis_url: str, events: int, mode: str, workers: int) -> float:
     connection = Redis.from_url(redis_url)
     connection.flushall()
     fill(settings, connection, events, "d")
+    run_workers(redis_url, mode, workers)
+    settled = int(connection.hget("bench:stats:inbound", "ignored") or 0)
+    assert settled == events, f"the workers settled {settled} of {events}"
+    return events / busy_seconds(connection)
+
+
+def run_workers(redis_url: str, mode: str, workers: int) -> None:
+    """`webhooks worker --burst` as the Procfile starts it, `workers` at once, to the end."""
     env = {
         **os.environ,
         "REDIS_URL": redis_url,
@@ -70,9 +78,6 @@ def worker_rate(redis_url: str, events: int, mode: str, workers: int) -> float:
     ]
     for process in processes:
         assert process.wait() == 0
-    settled = int(connection.hget("bench:stats:inbound", "ignored") or 0)
-    assert settled == events, f"the workers settled {settled} of {events}"
-    return events / busy_seconds(connection)
 
 
 def busy_seconds(connection: Redis) -> float:

@@ -88,6 +88,18 @@ def table(result: dict[str, Any]) -> str:
             f"{m['beyond_payload_bytes']:.0f} B (payload {m['payload_bytes']} B, once)",
             "<= 1 KB",
         ),
+        (
+            "memory: one settled event, RQ's result kept",
+            "",
+            f"{m['settled_event_bytes']:.0f} B",
+            "",
+        ),
+        (
+            "memory: one event after RQ's result TTL",
+            "",
+            f"{m['kept_event_bytes']:.0f} B (ledger, index, dedupe key)",
+            "",
+        ),
     ]
     if "events_page" in result:
         page = result["events_page"]
