@@ -42,7 +42,7 @@ typecheck: install-test
 test: install-test lint typecheck
 	$(BIN)/pytest -n 3
 
-# Not part of `make test`: about 4 minutes of load. Needs wrk (apt-get install wrk).
+# Not part of `make test`: about 10 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test
 	$(PY) bench/run.py --json bench/results/latest.json
 
