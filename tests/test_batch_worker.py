@@ -48,7 +48,10 @@ def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
         kind = redis.type(raw_key).decode()
         detail: Any = None
         if kind == "hash":
-            detail = sorted(f.decode() for f in redis.hkeys(raw_key))
+            # A field RQ writes empty is one it reads as absent: the claim leaves those
+            # out (`tests/test_jobhash.py`), where RQ's whole-hash saves write them.
+            fields = redis.hgetall(raw_key)
+            detail = sorted(f.decode() for f, v in fields.items() if v != b"")
             status = redis.hget(raw_key, "status")
             if status is not None and key.startswith("rq:job:"):
                 detail.append(f"status={status.decode()}")
