@@ -13,6 +13,7 @@ from rq import Callback
 from rq.job import Job, JobStatus, Retry
 
 from app.jobhash import JOB_FUNCTION, ON_FAILURE, JobHash
+from workers.runtime.take import read_job
 
 
 def test_the_template_matches_rqs_own_serialisation() -> None:
@@ -64,6 +65,21 @@ def test_rq_reads_the_hash_without_its_empty_fields_as_it_reads_its_own() -> Non
     again = Job("j", connection=connection)
     again.restore(theirs)
     assert vars(again) == vars(job)
+
+
+def test_the_worker_reads_a_job_as_rqs_restore_reads_it() -> None:
+    """The batched worker parses the dates itself (`take.read_job`): the job it gets must be
+    RQ's, in the current date format and in the one before microseconds were written."""
+    connection = Redis()
+    pairs = JobHash("webhooks", 300, 3, [1, 2, 3], connection).fields(
+        ("inbound", "evt_1", "order.created", b"{}", {}, 1.5), {}, "d"
+    )
+    fields = {k.encode(): as_bytes(v) for k, v in zip(pairs[::2], pairs[1::2], strict=True)}
+    for stamp in (fields[b"created_at"], b"2026-11-30T08:00:00Z"):
+        fields[b"created_at"] = fields[b"enqueued_at"] = stamp
+        rqs = Job("j", connection=connection)
+        rqs.restore(fields)
+        assert vars(read_job("j", fields, connection)) == vars(rqs)
 
 
 def as_bytes(value: object) -> bytes:

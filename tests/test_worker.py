@@ -252,6 +252,34 @@ def test_a_handler_over_the_job_timeout_is_killed_and_counted_as_a_failure(
     assert failed(redis) == [job.id]
 
 
+@pytest.mark.parametrize("mode", ["fork", "simple"])
+def test_each_job_of_a_batch_has_its_own_timeout(
+    make_harness: Callable[..., Harness], redis: Redis, mode: str
+) -> None:
+    """The alarm set for the first job goes off while the second runs, within its time:
+    it is set again for the second's deadline, and the third, too slow, is stopped."""
+    harness = make_harness(webhook_job_timeout=1, webhook_max_retries=0, webhook_worker_mode=mode)
+
+    @handler("inbound", "order.quick")
+    def quick(event: Event) -> None:
+        time.sleep(0.6)
+
+    @handler("inbound", "order.slow")
+    def slow(event: Event) -> None:
+        time.sleep(30)
+
+    for event_id, kind in (("q1", "order.quick"), ("q2", "order.quick"), ("s", "order.slow")):
+        harness.event(event_id, kind)
+    harness.drain()
+    statuses = {
+        e: Job.fetch(job_id_for("inbound", e), connection=redis).get_status()
+        for e in ("q1", "q2", "s")
+    }
+    assert statuses == {"q1": JobStatus.FINISHED, "q2": JobStatus.FINISHED, "s": JobStatus.FAILED}
+    slow_job = Job.fetch(job_id_for("inbound", "s"), connection=redis)
+    assert "exceeded maximum timeout value (1 seconds)" in slow_job.meta["last_error"]
+
+
 def dead_after_full_budget(
     settings: Settings,
     deliver: Callable[..., str],

@@ -25,11 +25,11 @@ from typing import Any
 
 from redis import Redis
 from redis.exceptions import RedisError
-from rq.job import Job
 
 from app.logs import logger
 from app.settings import Settings
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
+from workers.runtime.take import read_job
 
 _LENGTH = struct.Struct("!I")
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -143,11 +143,8 @@ class Horse:
     def serve(self, tasks: Reader, reports: int) -> None:
         """The child: each batch is a list of job hashes; run them, report, repeat."""
         while (hashes := tasks.read_one()) is not None:
-            jobs = []
-            for job_id, fields in hashes:
-                job = Job(job_id, connection=self.connection)
-                job.restore(fields)  # the worker restored the same hash when it took it
-                jobs.append(job)
+            # The worker read the same hashes when it took them.
+            jobs = [read_job(job_id, fields, self.connection) for job_id, fields in hashes]
             run_batch(jobs, self.connection, self.settings, lambda r: send(reports, r), self.stop)
             send(reports, Done())
             # Reset only now: a stop asked for before the batch was read applies to it.

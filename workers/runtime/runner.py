@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,7 +22,7 @@ from typing import Any
 from redis import Redis
 from rq.job import Job
 from rq.job_lifecycle import format_exc_info
-from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
+from rq.timeouts import JobTimeoutException
 from rq.utils import now
 
 from app.jobstate import EventStatus, UnreadableJob
@@ -63,23 +64,30 @@ Report = Callable[[Started | Ended], None]
 
 
 class Stream:
-    """Commands sent to Redis as they are queued; their replies are read at the end.
+    """Commands sent to Redis at each `send`; their replies are read at the end.
 
-    A pipeline would hold them back until `execute`; these must reach Redis before the
-    handler they announce runs, without the handler waiting for a reply."""
+    A pipeline would hold them back until `execute` and wait for the replies; these must
+    reach Redis before the handler they announce runs, without the handler waiting for a
+    reply. What a job queues (its end, the next one's start) goes in one write."""
 
     def __init__(self, connection: Redis) -> None:
         self.pool = connection.connection_pool
         self.connection = self.pool.get_connection()
+        self.queued: list[bytes] = []
         self.unread = 0
 
     def execute_command(self, *args: Any, **options: Any) -> None:
-        packed = self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
-        self.connection.send_packed_command(packed)  # type: ignore[no-untyped-call]
+        self.queued += self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
         self.unread += 1
+
+    def send(self) -> None:
+        if self.queued:
+            packed, self.queued = b"".join(self.queued), []
+            self.connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
         try:
+            self.send()
             for _ in range(self.unread):
                 self.connection.read_response()
         finally:
@@ -96,6 +104,50 @@ class StopAfterCurrent:
         self.requested = True
 
 
+class Deadline:
+    """RQ's `UnixSignalDeathPenalty` for a batch: a handler still running when its job's
+    timeout passes gets `JobTimeoutException`, worded as RQ words it.
+
+    RQ sets a SIGALRM handler and an alarm, then clears both, for every job: four system
+    calls, a tenth of a no-op job. Here the handler is set once per batch and the alarm
+    only when none is due before the job's deadline; an alarm that goes off early (it was
+    set for an earlier job) is set again for the running job's deadline."""
+
+    def __init__(self) -> None:
+        self.timeout: float = 0
+        self.deadline: float | None = None  # the running job's; None between jobs
+        self.alarm_at: float | None = None
+        self.previous = signal.signal(signal.SIGALRM, self.expired)
+
+    def start(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        if self.alarm_at is None or self.alarm_at > self.deadline:
+            self.arm(timeout)
+
+    def cancel(self) -> None:
+        self.deadline = None
+
+    def expired(self, signum: int, frame: FrameType | None) -> None:
+        self.alarm_at = None
+        if self.deadline is None:
+            return  # between jobs: the next job sets its own
+        left = self.deadline - time.monotonic()
+        if left > 0:
+            self.arm(left)
+            return
+        self.deadline = None
+        raise JobTimeoutException(f"Task exceeded maximum timeout value ({self.timeout} seconds)")
+
+    def arm(self, seconds: float) -> None:
+        self.alarm_at = time.monotonic() + seconds
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def close(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
+
+
 def run_batch(
     jobs: list[Job],
     connection: Redis,
@@ -106,7 +158,7 @@ def run_batch(
 ) -> None:
     """Run the jobs in order, reporting each; `between` runs before each handler (the
     worker's heartbeat, when the batch runs in its own process)."""
-    stream = Stream(connection)
+    stream, deadline = Stream(connection), Deadline()
     try:
         for index, job in enumerate(jobs):
             if stop.requested:
@@ -125,14 +177,18 @@ def run_batch(
             meta.attempts += 1
             meta.state = EventStatus.RUNNING
             begin(stream, job, meta, requeued)
+            # The previous job's outcome and this one's start, before this handler runs.
+            stream.send()
             report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
-            ended = perform(index, job)
+            ended = perform(index, job, deadline)
             if ended.ok:
                 # `deliver` wrote its outcome in the meta: if the worker dies before it
                 # settles the batch, a live worker's recovery settles this job from it.
+                # It is sent with the next job's start, or when the batch ends.
                 stream.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
             report(ended)
     finally:
+        deadline.close()
         stream.close()
 
 
@@ -143,13 +199,14 @@ def refused(index: int, job: Job, reason: str) -> Ended:
     return Ended(index, False, None, f"UnreadableJob: {reason}", 0, None, meta, now())
 
 
-def perform(index: int, job: Job) -> Ended:
+def perform(index: int, job: Job, deadline: Deadline) -> Ended:
     """One handler run under its job's timeout, as RQ's `perform_job` runs it."""
-    timeout = job.timeout or DEFAULT_TIMEOUT
     try:
-        penalty = UnixSignalDeathPenalty(timeout, JobTimeoutException, job_id=job.id)  # type: ignore[no-untyped-call]
-        with penalty:
+        deadline.start(job.timeout or DEFAULT_TIMEOUT)
+        try:
             value = job.perform()
+        finally:
+            deadline.cancel()
         ok, exc_string = True, ""
     except Exception:
         ok, value, exc_string = False, None, format_exc_info(sys.exc_info())

@@ -8,6 +8,8 @@ jobs behind it.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from redis import Redis
 from rq import Queue
 from rq.defaults import DEFAULT_FAILURE_TTL
@@ -52,11 +54,9 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
         if not fields:
             gone.append(job_id)  # deleted while queued; RQ's dequeue skips these too
             continue
-        # serializer=None: RQ's default, without re-checking its protocol for every job.
-        job = Job(job_id.decode(), connection=connection)
         mapping = dict(zip(fields[::2], fields[1::2], strict=True))
         try:
-            job.restore(mapping)
+            job = read_job(job_id.decode(), mapping, connection)
         except Exception as exc:  # a damaged hash must not stop the jobs behind it
             fail_unreadable(connection, queue, job_id.decode(), type(exc).__name__)
             continue
@@ -64,6 +64,25 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
     for job_id in gone:
         connection.lrem(queue.intermediate_queue_key, 1, job_id)
     return batch if batch.entries else None
+
+
+# The dates every queued job has. RQ writes them in ISO 8601 (with a Z) and reads them
+# back with strptime, a twentieth of a no-op job; `fromisoformat` reads them alike.
+_DATES = (b"created_at", b"enqueued_at")
+
+
+def read_job(job_id: str, fields: dict[bytes, bytes], connection: Redis) -> Job:
+    """The job as RQ's `Job.restore` reads it from its hash (a test compares the two)."""
+    # serializer=None: RQ's default, without re-checking its protocol for every job.
+    job = Job(job_id, connection=connection)
+    job.restore({name: value for name, value in fields.items() if name not in _DATES})
+    for name in _DATES:
+        if value := fields.get(name):
+            when = datetime.fromisoformat(value.decode())
+            if when.tzinfo is None:
+                raise ValueError(f"{name.decode()} has no time zone")
+            setattr(job, name.decode(), when.astimezone(UTC))
+    return job
 
 
 def fail_unreadable(connection: Redis, queue: Queue, job_id: str, error: str) -> None:
