@@ -109,9 +109,10 @@ class Deadline:
     timeout passes gets `JobTimeoutException`, worded as RQ words it.
 
     RQ sets a SIGALRM handler and an alarm, then clears both, for every job: four system
-    calls, a tenth of a no-op job. Here the handler is set once per batch and the alarm
-    only when none is due before the job's deadline; an alarm that goes off early (it was
-    set for an earlier job) is set again for the running job's deadline."""
+    calls, a twentieth of a no-op job. Here the handler is set once per batch and the
+    alarm only when none is due before the job's deadline; an alarm that goes off early
+    (it was set for an earlier job) is set again for the running job's deadline, and the
+    handler then returns, so Python resumes whatever the signal interrupted (PEP 475)."""
 
     def __init__(self) -> None:
         self.timeout: float = 0
