@@ -6,6 +6,7 @@ Handlers run in RQ's forked work-horse, so they report through Redis, not test m
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -256,8 +257,8 @@ def test_a_handler_over_the_job_timeout_is_killed_and_counted_as_a_failure(
 def test_each_job_of_a_batch_has_its_own_timeout(
     make_harness: Callable[..., Harness], redis: Redis, mode: str
 ) -> None:
-    """The alarm set for the first job goes off while the second runs, within its time:
-    it is set again for the second's deadline, and the third, too slow, is stopped."""
+    """The timeout is each job's own, not the batch's: two jobs within theirs finish,
+    the third, too slow, is stopped at its own."""
     harness = make_harness(webhook_job_timeout=1, webhook_max_retries=0, webhook_worker_mode=mode)
 
     @handler("inbound", "order.quick")
@@ -278,6 +279,35 @@ def test_each_job_of_a_batch_has_its_own_timeout(
     assert statuses == {"q1": JobStatus.FINISHED, "q2": JobStatus.FINISHED, "s": JobStatus.FAILED}
     slow_job = Job.fetch(job_id_for("inbound", "s"), connection=redis)
     assert "exceeded maximum timeout value (1 seconds)" in slow_job.meta["last_error"]
+
+
+@pytest.mark.parametrize("mode", ["fork", "simple"])
+def test_a_handler_that_uses_sigalrm_leaves_the_next_jobs_timeout_in_force(
+    make_harness: Callable[..., Harness], redis: Redis, mode: str
+) -> None:
+    """A handler sets its own SIGALRM handler and alarm, clears the alarm and leaves its
+    handler in place: the next job of the batch still stops at its own timeout."""
+    harness = make_harness(webhook_job_timeout=1, webhook_max_retries=0, webhook_worker_mode=mode)
+
+    @handler("inbound", "order.own_alarm")
+    def own_alarm(event: Event) -> None:
+        def mine(signum: int, frame: Any) -> None:
+            raise TimeoutError
+
+        signal.signal(signal.SIGALRM, mine)
+        signal.alarm(5)
+        signal.alarm(0)
+
+    @handler("inbound", "order.slow")
+    def slow(event: Event) -> None:
+        time.sleep(4)
+
+    harness.event("a", "order.own_alarm")
+    harness.event("s", "order.slow")
+    harness.drain()
+    job = Job.fetch(job_id_for("inbound", "s"), connection=redis)
+    assert job.get_status() == JobStatus.FAILED
+    assert "exceeded maximum timeout value (1 seconds)" in job.meta["last_error"]
 
 
 def dead_after_full_budget(

@@ -68,13 +68,19 @@ class Stream:
 
     A pipeline would hold them back until `execute` and wait for the replies; these must
     reach Redis before the handler they announce runs, without the handler waiting for a
-    reply. What a job queues (its end, the next one's start) goes in one write."""
+    reply. What announces one job's start (meta, ledger, counter) goes in one write."""
 
     def __init__(self, connection: Redis) -> None:
         self.pool = connection.connection_pool
         self.connection = self.pool.get_connection()
         self.queued: list[bytes] = []
         self.unread = 0
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def execute_command(self, *args: Any, **options: Any) -> None:
         self.queued += self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
@@ -108,45 +114,47 @@ class Deadline:
     """RQ's `UnixSignalDeathPenalty` for a batch: a handler still running when its job's
     timeout passes gets `JobTimeoutException`, worded as RQ words it.
 
-    RQ sets a SIGALRM handler and an alarm, then clears both, for every job: four system
-    calls, a twentieth of a no-op job. Here the handler is set once per batch and the
-    alarm only when none is due before the job's deadline; an alarm that goes off early
-    (it was set for an earlier job) is set again for the running job's deadline, and the
-    handler then returns, so Python resumes whatever the signal interrupted (PEP 475)."""
+    RQ sets and clears the SIGALRM handler around every job, and `signal.signal` costs
+    more than a no-op handler: here the handler is set once per batch, and set again only
+    if a handler replaced it. The timer is set and cleared for every job, as RQ does, so a
+    handler that uses the timer itself cannot leave the jobs after it without a deadline.
+    An alarm that is not ours (set by a handler) is set again for the job's deadline."""
 
     def __init__(self) -> None:
         self.timeout: float = 0
         self.deadline: float | None = None  # the running job's; None between jobs
-        self.alarm_at: float | None = None
-        self.previous = signal.signal(signal.SIGALRM, self.expired)
+        self.handler = self.expired
+        self.previous: Any = None
+
+    def __enter__(self) -> Deadline:
+        self.previous = signal.signal(signal.SIGALRM, self.handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
 
     def start(self, timeout: float) -> None:
+        if signal.getsignal(signal.SIGALRM) is not self.handler:
+            signal.signal(signal.SIGALRM, self.handler)
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
-        if self.alarm_at is None or self.alarm_at > self.deadline:
-            self.arm(timeout)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
 
     def cancel(self) -> None:
+        # First: an alarm that goes off now finds no job running, and raises nothing.
         self.deadline = None
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
     def expired(self, signum: int, frame: FrameType | None) -> None:
-        self.alarm_at = None
         if self.deadline is None:
-            return  # between jobs: the next job sets its own
+            return  # between jobs
         left = self.deadline - time.monotonic()
         if left > 0:
-            self.arm(left)
+            signal.setitimer(signal.ITIMER_REAL, left)
             return
         self.deadline = None
         raise JobTimeoutException(f"Task exceeded maximum timeout value ({self.timeout} seconds)")
-
-    def arm(self, seconds: float) -> None:
-        self.alarm_at = time.monotonic() + seconds
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
-    def close(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
 
 
 def run_batch(
@@ -159,8 +167,7 @@ def run_batch(
 ) -> None:
     """Run the jobs in order, reporting each; `between` runs before each handler (the
     worker's heartbeat, when the batch runs in its own process)."""
-    stream, deadline = Stream(connection), Deadline()
-    try:
+    with Stream(connection) as stream, Deadline() as deadline:
         for index, job in enumerate(jobs):
             if stop.requested:
                 return
@@ -178,19 +185,17 @@ def run_batch(
             meta.attempts += 1
             meta.state = EventStatus.RUNNING
             begin(stream, job, meta, requeued)
-            # The previous job's outcome and this one's start, before this handler runs.
             stream.send()
             report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
             ended = perform(index, job, deadline)
             if ended.ok:
                 # `deliver` wrote its outcome in the meta: if the worker dies before it
                 # settles the batch, a live worker's recovery settles this job from it.
-                # It is sent with the next job's start, or when the batch ends.
+                # Sent at once, not with the next job's start (one write fewer, 5 to 8% of
+                # the drain): until then a dead worker's recovery would run it again.
                 stream.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
+                stream.send()
             report(ended)
-    finally:
-        deadline.close()
-        stream.close()
 
 
 def refused(index: int, job: Job, reason: str) -> Ended:
