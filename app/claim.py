@@ -39,7 +39,7 @@ class ClaimArgs:
     meta: bytes  # RQ's pickle of `JobMeta.to_meta()`
     event_id: str
     event_type: str
-    payload_format: str  # json or form: how the worker parses the payload
+    payload_format: str  # a PayloadFormat: how the worker parses the payload
     source: str
 
 

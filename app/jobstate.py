@@ -35,6 +35,13 @@ class EventStatus(StrEnum):
         return self in SETTLED
 
 
+class PayloadFormat(StrEnum):
+    """How the worker parses an event's verified bytes into `Event.payload`."""
+
+    JSON = "json"  # an object or, for batching providers, an array
+    FORM = "form"  # application/x-www-form-urlencoded, as Twilio and Braintree post
+
+
 class Outcome(StrEnum):
     """What the workers did, counted per source in Redis (`webhooks_worker_outcomes_total`)."""
 
@@ -100,7 +107,7 @@ class JobMeta:
     # Where the worker records outcomes (ledger, counters, entity versions).
     prefix: str
     ledger_ttl: int
-    payload_format: str = "json"
+    payload_format: PayloadFormat = PayloadFormat.JSON
     # Log-only dedupe mode: this job is a would-be duplicate, enqueued anyway.
     duplicate: bool = False
     attempts: int = 0
@@ -122,8 +129,9 @@ class JobMeta:
         for name, default in _META_DEFAULTS:
             value = getattr(self, name)
             if value is not None and value != default:
-                meta[name] = value
-        meta["state"] = str(self.state)  # a plain string: pickles readable by any version
+                # Enums as plain strings: pickles readable by any version.
+                meta[name] = str(value) if isinstance(value, StrEnum) else value
+        meta["state"] = str(self.state)
         return meta
 
     @classmethod
@@ -139,6 +147,10 @@ class JobMeta:
             values["state"] = EventStatus.DEAD if meta.get("dead") else EventStatus.QUEUED
         if "format" in meta and "payload_format" not in values:
             values["payload_format"] = meta["format"]
+        try:
+            values["payload_format"] = PayloadFormat(values.get("payload_format", "json"))
+        except ValueError:
+            raise UnreadableJob("its meta names an unknown payload format") from None
         extra = {k: v for k, v in meta.items() if k not in known and k not in ("dead", "format")}
         return cls(**values, extra=extra)
 

@@ -34,6 +34,18 @@ EVENTS = ["ok_0", "ok_1", "ok_2", "bad_0"]
 _VOLATILE = re.compile(r"[0-9a-f]{32}")
 
 
+def ok_and_broken_handlers() -> None:
+    """`order.created` succeeds, `order.broken` fails."""
+
+    @handler("inbound", "order.created")
+    def ok(event: Event) -> None:
+        pass
+
+    @handler("inbound", "order.broken")
+    def broken(event: Event) -> None:
+        raise RuntimeError("no")
+
+
 def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
     """RQ's keys as types, hash field names (and a job's status) and whether each expires:
     not the other values, which hold pids, times, tracebacks and worker names."""
@@ -72,15 +84,7 @@ def run_through(make_harness: Callable[..., Harness], redis: Redis) -> Callable[
     def run(worker: str, mode: str = "simple") -> dict[str, Any]:
         redis.flushall()
         harness = make_harness(webhook_max_retries=0, webhook_worker_mode=mode)
-
-        @handler("inbound", "order.created")
-        def ok(event: Event) -> None:
-            pass
-
-        @handler("inbound", "order.broken")
-        def broken(event: Event) -> None:
-            raise RuntimeError("no")
-
+        ok_and_broken_handlers()
         for event in EVENTS[:-1]:
             harness.event(event)
         harness.event(EVENTS[-1], "order.broken")
@@ -109,15 +113,7 @@ def test_a_batch_settles_every_job_as_it_ended(
     make_harness: Callable[..., Harness], redis: Redis, mode: str
 ) -> None:
     harness = make_harness(webhook_max_retries=0, webhook_worker_mode=mode, webhook_batch_size=10)
-
-    @handler("inbound", "order.created")
-    def ok(event: Event) -> None:
-        pass
-
-    @handler("inbound", "order.broken")
-    def broken(event: Event) -> None:
-        raise RuntimeError("no")
-
+    ok_and_broken_handlers()
     for n in range(7):
         harness.event(f"e{n}", "order.broken" if n == 3 else "order.created")
     drain(harness.settings, redis)

@@ -49,9 +49,9 @@ def done(make_harness: Callable[..., Harness], redis: Redis) -> Harness:
     return harness
 
 
-def test_a_replay_from_a_stale_read_leaves_an_event_requeued_meanwhile_alone(
-    make_harness: Callable[..., Harness], redis: Redis
-) -> None:
+@pytest.fixture
+def dead(make_harness: Callable[..., Harness]) -> Harness:
+    """evt_x dead-lettered: its handler failed, with no retry."""
     harness = make_harness(webhook_max_retries=0)
 
     @handler("inbound", "order.created")
@@ -60,6 +60,13 @@ def test_a_replay_from_a_stale_read_leaves_an_event_requeued_meanwhile_alone(
 
     harness.event("evt_x")
     harness.drain()
+    return harness
+
+
+def test_a_replay_from_a_stale_read_leaves_an_event_requeued_meanwhile_alone(
+    dead: Harness, redis: Redis
+) -> None:
+    harness = dead
     replayer = LedgerReplay(harness.settings, redis)
     stale = stale_record(replayer, "evt_x")
     assert stale.status is EventStatus.DEAD
@@ -70,18 +77,11 @@ def test_a_replay_from_a_stale_read_leaves_an_event_requeued_meanwhile_alone(
 
 
 def test_a_replay_in_the_middle_of_rqs_requeue_is_refused(
-    make_harness: Callable[..., Harness], redis: Redis, monkeypatch: pytest.MonkeyPatch
+    dead: Harness, redis: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """RQ's requeue (ours, and rq-dashboard's button) takes the job out of the failed
     registry, then enqueues it in a second round trip: a replay in between sees neither."""
-    harness = make_harness(webhook_max_retries=0)
-
-    @handler("inbound", "order.created")
-    def boom(event: Event) -> None:
-        raise RuntimeError("no")
-
-    harness.event("evt_x")
-    harness.drain()
+    harness = dead
     stale = stale_record(LedgerReplay(harness.settings, redis), "evt_x")
     job_id = job_id_for("inbound", "evt_x")
     enqueue, answers = Queue._enqueue_job, []

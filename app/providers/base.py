@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
+from app.jobstate import PayloadFormat
 from app.providers.json_body import parse_json_object
 from app.providers.request import Inbound, MethodNotAllowed, Reply
 from app.settings import SourceConfig
@@ -36,9 +37,7 @@ class Delivery:
     # Set when the provider expects an answer instead of an event (Slack's URL check):
     # the receiver sends it back and enqueues nothing.
     reply: Reply | None = None
-    # How the worker parses the verified bytes into `Event.payload`: "json" (an object or,
-    # for batching providers, an array) or "form" (as Twilio and Braintree post).
-    payload_format: str = "json"
+    payload_format: PayloadFormat = PayloadFormat.JSON
     # The answer once the event is accepted (or is a duplicate), when the provider wants
     # something else than our JSON: Adyen's `[accepted]`, empty TwiML, Discord's deferral.
     ack: Reply | None = None

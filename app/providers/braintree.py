@@ -22,6 +22,7 @@ import re
 from urllib.parse import parse_qsl
 
 from app.errors import InvalidPayload, InvalidSignature
+from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, event_id_from
 from app.providers.fields import body_digest, parse_form
 from app.providers.request import Inbound, Reply
@@ -74,7 +75,7 @@ class BraintreeVerifier(Verifier):
         return Delivery(
             event_id=event_id_from(body_digest(payload.encode()), "bt_payload"),
             event_type=kind.group(1).decode() if kind else "",
-            payload_format="form",
+            payload_format=PayloadFormat.FORM,
         )
 
     def handshake(self, request: Inbound) -> Reply:

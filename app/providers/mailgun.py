@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature
+from app.jobstate import PayloadFormat
 from app.providers.base import (
     Delivery,
     Verifier,
@@ -57,7 +58,7 @@ class MailgunVerifier(Verifier):
             return Delivery(
                 event_id=event_id_from(token, "form 'token'"),
                 event_type=event_type_from(payload.get("event")),
-                payload_format="form",
+                payload_format=PayloadFormat.FORM,
             )
         data = json_path(payload, "event-data")
         if not isinstance(data, dict):

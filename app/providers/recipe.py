@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
+from app.jobstate import PayloadFormat
 from app.providers.base import (
     Delivery,
     Verifier,
@@ -38,7 +39,6 @@ from app.providers.recipe_spec import (
     Encoding,
     Locator,
     Origin,
-    PayloadFormat,
     Recipe,
     SecretEncoding,
     Unit,
@@ -107,7 +107,7 @@ class RecipeVerifier(Verifier):
             event_id=self.event_id(request, payload),
             event_type=self.event_type(request, payload),
             headers=pick_headers(request.headers, recipe.headers),
-            payload_format=recipe.payload.value,
+            payload_format=recipe.payload,
         )
 
     def handshake_reply(self, request: Inbound, payload: Any, key: bytes) -> Reply | None:

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.jobstate import PayloadFormat
 from app.sources import ConfigError, SourceConfig
 
 PLACEHOLDERS = ("body", "timestamp", "id", "url", "method")
@@ -51,11 +52,6 @@ class Unit(StrEnum):
     SECONDS = "s"
     MILLISECONDS = "ms"
     ISO8601 = "iso8601"
-
-
-class PayloadFormat(StrEnum):
-    JSON = "json"
-    FORM = "form"
 
 
 class Origin(StrEnum):

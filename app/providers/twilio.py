@@ -19,6 +19,7 @@ import hmac
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from app.errors import InvalidSignature
+from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, b64decode, event_id_from, pick_headers
 from app.providers.fields import body_digest, matching_key, parse_form
 from app.providers.json_body import parse_json_value
@@ -90,7 +91,7 @@ class TwilioVerifier(Verifier):
             event_id=event_id_from(token or body_digest(request.body), "idempotency token"),
             event_type=next((fields[f] for f in TYPE_FIELDS if fields.get(f)), ""),
             headers=pick_headers(request.headers, HANDED_ON),
-            payload_format="json" if is_json else "form",
+            payload_format=PayloadFormat.JSON if is_json else PayloadFormat.FORM,
             ack=None if is_json else TWIML,
         )
 

@@ -8,13 +8,16 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from redis import Redis
 
+from app.keys import job_id_for
 from tests.conftest import AUTH
+from tests.processes import Process, Stack, send, wait_http, wait_until
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 INJECTED = "img[onerror], svg[onload], [onmouseover], #job-data script, tbody script"
@@ -28,6 +31,30 @@ def markup(tag: str) -> str:
         f"</script><script>window.__xss='{tag}'</script>"
         f"' onmouseover='window.__xss=\"{tag}\"'"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    web: Process
+    dashboard: Process
+    worker: Process
+
+
+def start_site(make_stack: Callable[..., Stack], redis_url: str) -> Site:
+    """The Procfile's receiver, dashboard and worker, with no retries: an event whose
+    handler fails is a dead letter at once."""
+    stack = make_stack(redis_url, WEBHOOK_MAX_RETRIES="0")
+    site = Site(stack.start("web"), stack.start("dashboard"), stack.start("worker"))
+    wait_http(site.dashboard.url + "/", site.dashboard, auth=AUTH)
+    return site
+
+
+def dead_letter(site: Site, redis: Redis, event_id: str, event_type: str, **fields: str) -> str:
+    """Send an event whose handler fails and wait for its dead letter; its job id."""
+    assert send(site.web.url, event_id, event_type, **fields).status_code == 200
+    job_id = job_id_for("inbound", event_id)
+    wait_until(lambda: redis.zscore("rq:failed:webhooks", job_id) is not None, 30, "dead letter")
+    return job_id
 
 
 def page_text(driver: object) -> str:

@@ -14,17 +14,18 @@ from rq import Queue, Worker
 from rq.job import Job
 
 from app.keys import job_id_for
-from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
 from tests.faults.browser import (
     OtherOrigin,
     assert_nothing_ran,
+    dead_letter,
     document_status,
     log_in,
     markup,
     page_text,
+    start_site,
 )
-from tests.processes import Process, Stack, send, wait_http, wait_until
+from tests.processes import Stack, send, wait_until
 from workers.dev.redis_server import RedisServer
 
 DEAD_ID, RUNNING_ID = markup("dead-id"), markup("running-id")
@@ -93,15 +94,11 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     from selenium.webdriver.remote.webdriver import WebDriver
 
     driver: WebDriver = browser  # type: ignore[assignment]
-    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="0")
-    web, dashboard = stack.start("web"), stack.start("dashboard")
-    worker: Process = stack.start("worker")
-    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+    site = start_site(make_stack, redis_server.url)
+    web, dashboard = site.web, site.dashboard
 
     # A dead letter: hostile id, type, payload and error message (the handler echoes it).
-    assert send(web.url, DEAD_ID, HOSTILE_TYPE, note=NOTE).status_code == 200
-    dead = job_id_for("inbound", DEAD_ID)
-    wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is not None, 30, "dead letter")
+    dead = dead_letter(site, redis, DEAD_ID, HOSTILE_TYPE, note=NOTE)
     # A job running while the pages are open: the Workers page shows its call string.
     assert send(web.url, RUNNING_ID, "order.slow", seconds=120, note=NOTE).status_code == 200
     running = job_id_for("inbound", RUNNING_ID)
@@ -165,4 +162,4 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     driver.find_element("css selector", "[data-role=requeue-job-btn]").click()
     wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is None, 20, "the requeue")
     assert '"action": "requeue"' in dashboard.output()
-    worker.stop()
+    site.worker.stop()

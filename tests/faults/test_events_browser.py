@@ -12,12 +12,18 @@ from urllib.parse import quote
 import pytest
 from redis import Redis
 
-from app.keys import job_id_for
-from tests.conftest import AUTH
 from tests.e2e_handlers import HOSTILE_TYPE
-from tests.faults.browser import OtherOrigin, assert_nothing_ran, log_in, markup, page_text
+from tests.faults.browser import (
+    OtherOrigin,
+    assert_nothing_ran,
+    dead_letter,
+    log_in,
+    markup,
+    page_text,
+    start_site,
+)
 from tests.faults.png import colours
-from tests.processes import Stack, send, wait_http, wait_until
+from tests.processes import Stack, send, wait_until
 from workers.dev.redis_server import RedisServer
 from workers.ops.events_page.chart import COLORS
 
@@ -61,16 +67,12 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
 
     driver: WebDriver = browser  # type: ignore[assignment]
     driver.set_window_size(1400, 1100)
-    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="0")
-    web, dashboard = stack.start("web"), stack.start("dashboard")
-    stack.start("worker")
-    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+    site = start_site(make_stack, redis_server.url)
+    web, dashboard = site.web, site.dashboard
 
     for n in range(3):
         assert send(web.url, f"evt_ok_{n}").status_code == 200
-    assert send(web.url, HOSTILE_ID, HOSTILE_TYPE, note=NOTE).status_code == 200
-    dead = job_id_for("inbound", HOSTILE_ID)
-    wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is not None, 30, "dead letter")
+    dead = dead_letter(site, redis, HOSTILE_ID, HOSTILE_TYPE, note=NOTE)
     # The receiver adds its counts to the day every 5 s.
     wait_until(lambda: bool(redis.keys("webhook:timeline:inbound:*")), 30, "the day's counts")
     log_in(driver)

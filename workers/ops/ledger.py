@@ -15,7 +15,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job
 
 from app.formats import iso, text
-from app.jobstate import EventCall, EventStatus
+from app.jobstate import EventCall, EventStatus, PayloadFormat
 from app.keys import Keys, job_id_for
 
 SUMMARY_FIELDS = (
@@ -49,7 +49,7 @@ class LedgerRecord:
     settled_at: float | None = None
     # The verified bytes, exactly as received, and how they parse; only `get` reads them.
     payload: bytes | None = None
-    payload_format: str = "json"
+    payload_format: PayloadFormat = PayloadFormat.JSON
 
     @classmethod
     def from_fields(cls, fields: dict[str, bytes]) -> LedgerRecord:
@@ -71,7 +71,8 @@ class LedgerRecord:
             last_error=field("last_error"),
             settled_at=float(settled) if settled else None,
             payload=fields.get("payload"),
-            payload_format=field("format") or "json",
+            # Written by the claim script only, which stores no field for JSON.
+            payload_format=PayloadFormat.FORM if field("format") == "form" else PayloadFormat.JSON,
         )
 
     def summary(self) -> dict[str, Any]:

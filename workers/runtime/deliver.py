@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl
 from rq import get_current_job
 from rq.job import Job
 
-from app.jobstate import EventCall, EventStatus, JobMeta
+from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
 from app.keys import Keys
 from workers.event import Event, PermanentError
 from workers.registry import registry, run_handler
@@ -36,7 +36,7 @@ def deliver(*args: Any) -> str:
         source=call.source,
         id=call.event_id,
         type=call.type,
-        payload=parse_payload(call.raw, meta.payload_format if meta else "json"),
+        payload=parse_payload(call.raw, meta.payload_format if meta else PayloadFormat.JSON),
         raw=call.raw,
         headers=dict(call.headers),
         received_at=datetime.fromtimestamp(call.received_at, UTC),
@@ -70,10 +70,10 @@ def _ran(job: Job | None, meta: JobMeta | None, status: EventStatus) -> str:
     return str(status)
 
 
-def parse_payload(raw: bytes, payload_format: str) -> Any:
+def parse_payload(raw: bytes, payload_format: PayloadFormat) -> Any:
     """The verified bytes as the handler sees them: the receiver enqueued only bodies that
     parsed as a JSON object, or as a form (its fields; a repeated field gives a list)."""
-    if payload_format != "form":
+    if payload_format is not PayloadFormat.FORM:
         return json.loads(raw)
     fields: dict[str, Any] = {}
     for name, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):

@@ -16,7 +16,7 @@ from rq.job import Job
 from rq.results import Result
 
 from app.formats import iso
-from app.jobstate import EventCall
+from app.jobstate import EventCall, PayloadFormat
 from workers.ops.ledger import LedgerRecord
 from workers.runtime.retries import last_error
 
@@ -60,13 +60,13 @@ def payload_of(record: LedgerRecord) -> Payload:
 
         encoded = base64.b64encode(raw[:SHOWN_PAYLOAD]).decode()
         return Payload(encoded, "binary (base64)", size, size > SHOWN_PAYLOAD)
-    if record.payload_format == "json" and size <= SHOWN_PAYLOAD:
+    if record.payload_format is PayloadFormat.JSON and size <= SHOWN_PAYLOAD:
         try:
             pretty = json.dumps(json.loads(decoded), indent=2, ensure_ascii=False)
             return Payload(pretty, "JSON", size, False)
         except ValueError:
             pass
-    kind = "form" if record.payload_format == "form" else "text"
+    kind = "form" if record.payload_format is PayloadFormat.FORM else "text"
     return Payload(decoded[:SHOWN_PAYLOAD], kind, size, size > SHOWN_PAYLOAD)
 
 
