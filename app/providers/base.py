@@ -55,6 +55,10 @@ class Verifier:
     signs_url: bool = False
     # These are checked with `check_async`: they fetch a key or certificate first.
     fetches_keys: bool = False
+    # False where the event id comes from something the signature does not cover (an
+    # unsigned header): the receiver then also dedupes by a digest of the signed bytes, so
+    # a captured request re-sent under a fresh id is still a duplicate.
+    id_signed: bool = True
 
     def __init__(self, source: SourceConfig) -> None:
         self.source = source

@@ -23,17 +23,28 @@ def _finite(text: str) -> float:
     return value
 
 
-def strict_json(text: bytes | str) -> Any:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("an object repeats a key")
+    return found
+
+
+def strict_json(text: bytes | str, *, unique_keys: bool = False) -> Any:
     """`json.loads` without what Python adds to JSON: `NaN` and `Infinity` are refused, and so
     is a number such as `1e400` that parses to infinity (a non-finite timestamp compares false
-    with every bound). Raises ValueError (or RecursionError for absurd nesting)."""
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    with every bound). With `unique_keys`, an object that repeats a key is refused too: where
+    the signature is inside the body, the verifier reads the last value (Python's rule) and
+    a handler's first-wins parser would read another. Raises ValueError (or RecursionError
+    for absurd nesting)."""
+    hook = _unique_keys if unique_keys else None
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=hook)
 
 
-def parse_json_object(body: bytes) -> dict[str, Any]:
+def parse_json_object(body: bytes, *, unique_keys: bool = False) -> dict[str, Any]:
     """The body as a JSON object, parsed strictly (see `strict_json`)."""
     try:
-        payload = strict_json(body)
+        payload = strict_json(body, unique_keys=unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidPayload("body is not valid JSON") from None
     if not isinstance(payload, dict):
@@ -41,10 +52,10 @@ def parse_json_object(body: bytes) -> dict[str, Any]:
     return payload
 
 
-def parse_json_value(body: bytes) -> Any:
+def parse_json_value(body: bytes, *, unique_keys: bool = False) -> Any:
     """The body as a JSON object or array, parsed strictly (no NaN or Infinity)."""
     try:
-        payload = strict_json(body)
+        payload = strict_json(body, unique_keys=unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InvalidPayload("body is not valid JSON") from None
     if not isinstance(payload, dict | list):
