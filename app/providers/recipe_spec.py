@@ -167,6 +167,13 @@ class Recipe(BaseModel):
             raise ValueError("'type' comes from header:, json: or const:")
         if self.signature_header.lower() in self.headers:
             raise ValueError("'headers' must not hand on the signature header")
+        # A timestamp outside the signed bytes is the sender's to change: a captured request
+        # re-sent with a fresh one would pass the window, which then protects nothing.
+        if stamp is not None and stamp.origin != Origin.JSON and "timestamp" not in fields:
+            raise ValueError(
+                f"'timestamp' {stamp} is not signed: put {{timestamp}} in 'signed' as the "
+                "provider signs it, or use json:PATH for a timestamp inside the body"
+            )
         return self
 
 

@@ -183,6 +183,26 @@ def test_an_invalid_recipe_stops_startup_naming_the_field(
     assert "\n" not in message
 
 
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        {**BASE, "timestamp": "header:X-Ts"},
+        {**BASE, "signature_key": "v1", "signature_separator": ",", "timestamp": "signature:t"},
+    ],
+)
+def test_a_recipe_whose_timestamp_is_not_signed_stops_startup(
+    recipe: dict[str, Any], make_settings: Callable[..., Any]
+) -> None:
+    # The attacker's side: the window would read a timestamp the sender can rewrite, so a
+    # captured request re-sent with a fresh one would pass it.
+    per_source = {"WEBHOOK_SECRET_ACME": "k", "WEBHOOK_RECIPE_ACME": json.dumps(recipe)}
+    with pytest.raises(ConfigError) as raised:
+        make_settings(webhook_sources="acme:recipe", per_source=per_source)
+    message = str(raised.value)
+    assert message.startswith("WEBHOOK_RECIPE_ACME: ") and "is not signed" in message, message
+    assert "\n" not in message
+
+
 def test_a_recipe_source_without_its_recipe_or_with_bad_json_stops_startup(
     make_settings: Callable[..., Any],
 ) -> None:
