@@ -1,6 +1,6 @@
 """What `Settings.load` checks once the variables have parsed: every source resolves and its
-verifier builds, no secret is still a placeholder, Redis's address reads, and the settings
-agree with each other. Each problem is a one-line `ConfigError` naming the variable."""
+verifier builds, no secret is still a placeholder or shorter than its scheme's minimum,
+Redis's address reads, and the settings agree with each other. Each problem is a one-line `ConfigError` naming the variable."""
 
 from __future__ import annotations
 
@@ -49,10 +49,12 @@ def _check_providers(settings: Settings) -> None:
     stops startup (of the workers too) with its one-line `ConfigError`."""
     from app.keyfetch import KeyFetcher  # the providers import this module
     from app.providers import verifier_for
+    from app.providers.secret_strength import check_secret_strength
 
     fetcher = KeyFetcher.from_settings(settings)
     for source in settings.sources.values():
-        verifier_for(source, fetcher)
+        # Once built, `keys` are the decoded keys the scheme signs with.
+        check_secret_strength(source, verifier_for(source, fetcher).keys)
 
 
 def _check_secrets(settings: Settings) -> None:

@@ -10,6 +10,7 @@ door.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -210,10 +211,9 @@ def _secrets_of(
         given.append(("WEBHOOK_SIGNING_SECRET", legacy.get_secret_value()))
     secrets = []
     for name, value in given:
-        for part in value.split(","):
-            if part.strip():
-                check_not_placeholder(name, part)
-                secrets.append(SecretStr(part.strip()))
+        for part in split_secrets(name, value):
+            check_not_placeholder(name, part)
+            secrets.append(SecretStr(part))
     if not secrets:
         hint = " (or WEBHOOK_SIGNING_SECRET)" if source == LEGACY_SOURCE else ""
         raise ConfigError(
@@ -221,6 +221,24 @@ def _secrets_of(
             "without a secret"
         )
     return tuple(secrets)
+
+
+def split_secrets(variable: str, value: str) -> list[str]:
+    """The secrets of one variable: comma-separated (rotation), or, for secrets that hold a
+    comma (WooCommerce generates such), a JSON list of strings, which is unambiguous."""
+    text = value.strip()
+    if not text.startswith("["):
+        return [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
+        raise ConfigError(
+            f"{variable} starts with '[' but is not a JSON list of strings "
+            '(write several secrets as ["first", "second"])'
+        )
+    return [part for part in parsed if part.strip()]
 
 
 def _int_of(prefix: str, source: str, per_source: Mapping[str, str], default: int) -> int:

@@ -111,7 +111,7 @@ def test_well_formed_redis_urls_are_kept(url: str) -> None:
 
 
 def test_inbound_alone_means_the_default_hmac_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WEBHOOK_SECRET_STRIPE", "whsec_real")
+    monkeypatch.setenv("WEBHOOK_SECRET_STRIPE", "whsec_real-secret-0123")
     settings = Settings.load(
         _env_file=None, webhook_signing_secret=SECRET, webhook_sources="inbound,stripe"
     )

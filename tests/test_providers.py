@@ -208,13 +208,17 @@ def test_malformed_signature_headers_are_401(
 def test_slack_url_verification_is_answered_with_the_challenge_and_enqueues_nothing(
     make_client: ClientFactory, redis: Redis
 ) -> None:
-    client = make_client(webhook_sources="slack", per_source={"WEBHOOK_SECRET_SLACK": "sk"})
+    client = make_client(
+        webhook_sources="slack", per_source={"WEBHOOK_SECRET_SLACK": "slack-signing-secret-01"}
+    )
     challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
     body = json.dumps({"token": "t", "challenge": challenge, "type": "url_verification"})
     ts = str(int(time.time()))
     headers = {
         "X-Slack-Request-Timestamp": ts,
-        "X-Slack-Signature": SignatureVerifier("sk").generate_signature(timestamp=ts, body=body),
+        "X-Slack-Signature": SignatureVerifier("slack-signing-secret-01").generate_signature(
+            timestamp=ts, body=body
+        ),
     }
     response = client.post("/webhooks/slack", content=body, headers=headers)
     assert (response.status_code, response.json()) == (200, {"challenge": challenge})
@@ -302,9 +306,10 @@ def test_github_form_encoded_payloads_are_refused_with_a_hint(
     make_client: ClientFactory, redis: Redis
 ) -> None:
     case = next(c for c in CASES if c.name == "github")
-    signed = case.signed("k1")
+    secret = case.make_secret("k1")
+    signed = case.signed(secret)
     headers = {**signed.headers, "Content-Type": "application/x-www-form-urlencoded"}
-    response = make_client(**case.settings("k1")).post(
+    response = make_client(**case.settings(secret)).post(
         "/webhooks/github", content=signed.body, headers=headers
     )
     assert response.status_code == 400 and "application/json" in response.json()["detail"]

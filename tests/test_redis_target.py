@@ -19,7 +19,7 @@ SECRET = "s3cret-pass"
 
 
 def load(**values: object) -> Settings:
-    return Settings.load(_env_file=None, webhook_signing_secret="x", **values)
+    return Settings.load(_env_file=None, webhook_signing_secret="inbound-secret-0123456789", **values)
 
 
 @pytest.mark.parametrize(

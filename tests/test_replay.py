@@ -38,8 +38,8 @@ def env(
         "REDIS_URL": redis_server.url,
         "WEBHOOK_SOURCES": "inbound:hmac,stripe,github",
         "WEBHOOK_SIGNING_SECRET": SECRET,
-        "WEBHOOK_SECRET_STRIPE": "whsec_x",
-        "WEBHOOK_SECRET_GITHUB": "gh",
+        "WEBHOOK_SECRET_STRIPE": "whsec_stripe-secret-0123",
+        "WEBHOOK_SECRET_GITHUB": "github-secret-0123456",
         "STRIPE_API_KEY": api.key,
         "STRIPE_API_BASE": api.url,
         "GITHUB_TOKEN": api.key,
@@ -254,7 +254,7 @@ def test_the_replay_endpoint_takes_the_event_id_from_a_header_for_header_id_prov
 ) -> None:
     client = make_client(
         webhook_sources="github",
-        per_source={"WEBHOOK_SECRET_GITHUB": "g"},
+        per_source={"WEBHOOK_SECRET_GITHUB": "github-secret-0123456"},
         webhook_replay_token=TOKEN,
     )
     response = client.post(

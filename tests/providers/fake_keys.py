@@ -206,5 +206,5 @@ def jwk_signer(seed: str, expired_at: int | None = None) -> JwkSigner:
         "created_at": 1560466143,
         "expired_at": expired_at,
     }
-    STATE.plaid_secrets.add(f"plaid-secret-{seed}")
+    STATE.plaid_secrets.add(f"plaid-secret-{seed}-0123456789")
     return JwkSigner(private, kid)

@@ -111,7 +111,7 @@ def p256_key(seed: str) -> Key:
 
 
 def braintree_key(seed: str) -> Key:
-    public, private = f"pk_{seed}", f"private-{seed}"
+    public, private = f"pk_{seed}", f"private-key-{seed}-0123456789"
     config = braintree.Configuration(
         braintree.Environment.Sandbox, merchant_id="m", public_key=public, private_key=private
     )
@@ -123,7 +123,7 @@ def sns_key(seed: str) -> Key:
 
 
 def plaid_key(seed: str) -> Key:
-    return Key(f"plaid-secret-{seed}", fake_keys.jwk_signer(seed))
+    return Key(f"plaid-secret-{seed}-0123456789", fake_keys.jwk_signer(seed))
 
 
 # --- signers: (key, event id, unix seconds) -> Request ------------------------------------
