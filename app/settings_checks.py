@@ -1,6 +1,7 @@
 """What `Settings.load` checks once the variables have parsed: every source resolves and its
 verifier builds, no secret is still a placeholder or shorter than its scheme's minimum,
-Redis's address reads, and the settings agree with each other. Each problem is a one-line `ConfigError` naming the variable."""
+Redis's address reads, and the settings agree with each other. Each problem is a one-line
+`ConfigError` naming the variable."""
 
 from __future__ import annotations
 

@@ -19,7 +19,8 @@ SECRET = "s3cret-pass"
 
 
 def load(**values: object) -> Settings:
-    return Settings.load(_env_file=None, webhook_signing_secret="inbound-secret-0123456789", **values)
+    secret = "inbound-secret-0123456789"
+    return Settings.load(_env_file=None, webhook_signing_secret=secret, **values)
 
 
 @pytest.mark.parametrize(
