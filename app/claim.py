@@ -25,6 +25,9 @@ class ClaimKeys:
     queues_key: str  # RQ's set of queues
     event_key: str  # the ledger record
     events_key: str  # the ledger's index, by receipt time
+    # Where the signature does not cover the id: the dedupe key of the signed bytes, so a
+    # captured request re-sent under a fresh id is a duplicate too. Else `seen_key` again.
+    signed_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,9 @@ def call(keys: Any, args: Any) -> tuple[list[str], list[Any]]:
 # An event whose job still exists is a duplicate too, even after its dedupe key expired:
 # enqueuing an existing job id would merge into the old hash and run it twice.
 _CLAIM_BODY = f"""
-if redis.call('EXISTS', seen_key) == 1 or redis.call('EXISTS', job_key) == 1 then
+local by_bytes = signed_key ~= seen_key
+if redis.call('EXISTS', seen_key) == 1 or redis.call('EXISTS', job_key) == 1
+   or (by_bytes and redis.call('EXISTS', signed_key) == 1) then
   return 0
 end
 local kind = redis.call('TYPE', queue_key)['ok']
@@ -95,6 +100,9 @@ redis.call('EXPIRE', event_key, ledger_ttl)
 redis.call('ZADD', events_key, received_at, event_key)
 redis.call('ZREMRANGEBYSCORE', events_key, '-inf', tonumber(received_at) - tonumber(ledger_ttl))
 redis.call('SET', seen_key, '1', 'EX', dedupe_ttl)
+if by_bytes then
+  redis.call('SET', signed_key, '1', 'EX', dedupe_ttl)
+end
 return 1
 """
 

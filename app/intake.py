@@ -105,20 +105,30 @@ class Intake:
         return NewJob(job_id or job_id_for(source.name, delivery.event_id), call, meta, description)
 
     def claim_call(
-        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        signed_digest: str | None = None,
     ) -> tuple[str, list[str], list[Any]]:
-        """The job id, keys and arguments of the claim script for one delivery."""
+        """The job id, keys and arguments of the claim script for one delivery;
+        `signed_digest` (the signed bytes' digest) dedupes a source whose id is unsigned."""
         job = self.new_job(source, delivery, raw, received_at)
+        seen_key = self.keys.seen(source.name, delivery.event_id)
         stamp, data, description, meta = self.job_hash.per_event(
             job.call.args(), job.meta.to_meta(), job.description
         )
         keys = ClaimKeys(
-            seen_key=self.keys.seen(source.name, delivery.event_id),
+            seen_key=seen_key,
             job_key=self.keys.job(job.job_id),
             queue_key=self.keys.queue,
             queues_key=RQ_QUEUES_SET,
             event_key=self.keys.event(source.name, delivery.event_id),
             events_key=self.keys.events,
+            signed_key=(
+                self.keys.seen_signed(source.name, signed_digest) if signed_digest else seen_key
+            ),
         )
         args = ClaimArgs(
             dedupe_ttl=source.dedupe_ttl,
@@ -173,11 +183,12 @@ class AsyncIntake(Intake):
         raw: bytes,
         received_at: float,
         timeout: float | None = None,
+        signed_digest: str | None = None,
     ) -> Claim:
         """Raises `redis.RedisError` when Redis cannot take the event (then nothing is
         kept), `TimeoutError` when it has not answered within `timeout` seconds."""
         started = time.monotonic()
-        job_id, keys, args = self.claim_call(source, delivery, raw, received_at)
+        job_id, keys, args = self.claim_call(source, delivery, raw, received_at, signed_digest)
         if await self.claim(keys, args, timeout):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":

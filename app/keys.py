@@ -32,6 +32,10 @@ class Keys:
     def seen(self, source: str, event_id: str) -> str:
         return f"{self.prefix}:seen:{source}:{event_id}"
 
+    def seen_signed(self, source: str, digest: str) -> str:
+        """The dedupe key of a request's signed bytes, for providers whose id is unsigned."""
+        return f"{self.prefix}:seen-signed:{source}:{digest}"
+
     def event(self, source: str, event_id: str) -> str:
         """The ledger record of one event (a hash)."""
         return f"{self.prefix}:event:{source}:{event_id}"

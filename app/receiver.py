@@ -7,6 +7,7 @@ Kept apart from the HTTP layer so the route stays a few lines and the order of t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import time
 from dataclasses import dataclass
@@ -85,7 +86,33 @@ class Receiver:
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
             return Outcome(body={}, reply=delivery.reply)
-        return await self._accept(verifier.source, delivery, raw, received_at, started)
+        # The signature does not cover the id: the signed bytes are claimed too.
+        digest = None if verifier.id_signed else hashlib.sha256(raw).hexdigest()
+        if delivery.batch:
+            return await self._accept_batch(verifier.source, delivery, raw, received_at, started)
+        return await self._accept(verifier.source, delivery, raw, received_at, started, digest)
+
+    async def _accept_batch(
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        started: float,
+    ) -> Outcome:
+        """Each event of the batch claimed at once (one pipeline: `batching.py`). Should one
+        claim fail, the answer is a 503 and the provider's retry finds the others claimed."""
+        outcomes = await asyncio.gather(
+            *(
+                self._accept(source, item, item.raw or raw, received_at, started)
+                for item in delivery.batch
+            )
+        )
+        accepted = any(o.body["status"] == "accepted" for o in outcomes)
+        return Outcome(
+            body={"status": "accepted" if accepted else "duplicate", "id": delivery.event_id},
+            reply=delivery.ack,
+        )
 
     async def _check_fetching(
         self, verifier: Verifier, inbound: Inbound, started: float
@@ -168,13 +195,16 @@ class Receiver:
         raw: bytes,
         received_at: float,
         started: float,
+        signed_digest: str | None = None,
     ) -> Outcome:
         source_name = source.name
         # The wait for Redis ends at the acknowledgement deadline, counted from the
         # request's arrival; never cut below a floor, so a slow upload still gets its try.
         wait = max(self.settings.webhook_ack_timeout - (time.perf_counter() - started), MIN_WAIT)
         try:
-            claim = await self.intake.claim_and_enqueue(source, delivery, raw, received_at, wait)
+            claim = await self.intake.claim_and_enqueue(
+                source, delivery, raw, received_at, wait, signed_digest
+            )
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"

@@ -55,7 +55,12 @@ def sign_stripe(secret: str, event_id: str, event_type: str, ts: int) -> Signed:
 
 
 def sign_github(secret: str, event_id: str, event_type: str, ts: int) -> Signed:
-    body = json.dumps({"action": "opened", "repository": {"full_name": "o/r"}}).encode()
+    # Two events differ in their bodies too (the id header is not signed, and identical
+    # signed bytes are one event: `Verifier.id_signed`).
+    pull = {"node_id": f"PR_{event_id}"}
+    body = json.dumps(
+        {"action": "opened", "pull_request": pull, "repository": {"full_name": "o/r"}}
+    ).encode()
     return Signed(
         body,
         {
@@ -69,7 +74,8 @@ def sign_github(secret: str, event_id: str, event_type: str, ts: int) -> Signed:
 
 
 def sign_shopify(secret: str, event_id: str, event_type: str, ts: int) -> Signed:
-    body = json.dumps({"id": 820982911946154508, "email": "jon@example.com"}).encode()
+    order = {"id": 820982911946154508, "email": "jon@example.com", "note": event_id}
+    body = json.dumps(order).encode()
     return Signed(
         body,
         {

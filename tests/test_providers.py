@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import time
 from collections.abc import Callable
@@ -300,6 +302,43 @@ def test_an_unpadded_standard_webhooks_secret_is_accepted_as_the_official_librar
     }
     response = client.post("/webhooks/standard", content=body, headers=headers)
     assert response.json() == {"status": "accepted", "id": "msg_unpadded"}
+
+
+@pytest.mark.parametrize(
+    ("name", "id_header"), [("github", "X-GitHub-Delivery"), ("shopify", "X-Shopify-Event-Id")]
+)
+def test_a_captured_request_resent_under_a_fresh_unsigned_id_is_a_duplicate(
+    name: str, id_header: str, make_client: ClientFactory, redis: Redis
+) -> None:
+    # The attacker's side: the signature covers the body only, so the id header is theirs
+    # to change; the signed bytes are claimed too, for the source's dedupe window.
+    case = next(c for c in CASES if c.name == name)
+    secret = case.make_secret("k1")
+    client = make_client(**case.settings(secret))
+    captured = case.signed(secret, "evt-original")
+    assert post(client, case, captured).json()["status"] == "accepted"
+    for fresh in ("evt-forged-1", "evt-forged-2"):
+        replayed = Signed(captured.body, {**captured.headers, id_header: fresh})
+        response = post(client, case, replayed)
+        assert (response.status_code, response.json()["status"]) == (200, "duplicate")
+    assert [job.meta["event_id"] for job in jobs(redis)] == ["evt-original"]
+
+
+def test_a_different_body_under_an_unsigned_id_is_still_its_own_event(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    case = next(c for c in CASES if c.name == "github")
+    secret = case.make_secret("k1")
+    client = make_client(**case.settings(secret))
+    first = case.signed(secret, "evt-1")
+    body = first.body.replace(b"opened", b"closed")
+    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    other = Signed(
+        body, {**first.headers, "X-GitHub-Delivery": "evt-2", "X-Hub-Signature-256": signature}
+    )
+    assert post(client, case, first).json()["status"] == "accepted"
+    assert post(client, case, other).json()["status"] == "accepted"
+    assert sorted(job.meta["event_id"] for job in jobs(redis)) == ["evt-1", "evt-2"]
 
 
 def test_github_form_encoded_payloads_are_refused_with_a_hint(

@@ -8,18 +8,33 @@ body is parsed to reach the items; nothing else of it is trusted before they ver
 signed field of another JSON type than Adyen sends (a list, an object, a fraction) is
 refused rather than signed as some text it does not hold.
 
-The id is `pspReference:eventCode:success` of the item (of a batch: the SHA-256 of all
-of them); the type is `eventCode` (of a batch: shared, else `batch`). Adyen expects the
-text `[accepted]` back.
+The id is `pspReference:eventCode:success` of the item and the type its `eventCode`. A
+request with several items is several events: each is claimed by its own id and queued
+as a notification of its own (`{"live": ..., "notificationItems": [<the item>]}`, which
+verifies alone, as each item carries its signature), because Adyen's HMAC has no
+timestamp and a batch's digest would let a captured item run again inside any new
+batch. A body that repeats a key is refused: the signed fields are read from the parsed
+body, and a handler's first-wins parser could read other values than those verified.
+Adyen expects the text `[accepted]` back.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature
-from app.providers.base import Delivery, Verifier, b64decode, check_hmac, event_id_from, parse_hex
+from app.providers.base import (
+    Delivery,
+    Verifier,
+    b64decode,
+    check_hmac,
+    event_id_from,
+    event_type_from,
+    parse_hex,
+)
 from app.providers.fields import body_digest, common_type
 from app.providers.json_body import parse_json_value
 from app.providers.request import Reply
@@ -81,7 +96,7 @@ class AdyenVerifier(Verifier):
         self.keys = tuple(k for k in keys if k)
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        payload = parse_json_value(body)
+        payload = parse_json_value(body, unique_keys=True)
         items = _items(payload)
         for item in items:
             extra = item.get("additionalData")
@@ -90,13 +105,34 @@ class AdyenVerifier(Verifier):
             if given is None or len(given) != 32:
                 raise InvalidSignature("a notification item has no well-formed hmacSignature")
             check_hmac(self.keys, signing_string(item).encode(), [given])
-        keys = [":".join(_text(i.get(k), k) for k in ID_FIELDS) for i in items]
-        event_id = keys[0] if len(keys) == 1 else body_digest("\n".join(keys).encode())
+        events = [_event(item) for item in items]
+        if len(events) == 1:
+            return events[0]
+        live = payload.get("live") if isinstance(payload, dict) else None
         return Delivery(
-            event_id=event_id_from(event_id, "pspReference"),
-            event_type=common_type(i.get("eventCode") for i in items),
+            event_id=body_digest("\n".join(e.event_id for e in events).encode()),
+            event_type=common_type(e.event_type for e in events),
             ack=ACCEPTED,
+            batch=tuple(
+                replace(event, raw=_alone(live, item))
+                for event, item in zip(events, items, strict=True)
+            ),
         )
+
+
+def _event(item: Mapping[str, Any]) -> Delivery:
+    event_id = ":".join(_text(item.get(k), k) for k in ID_FIELDS)
+    return Delivery(
+        event_id=event_id_from(event_id, "pspReference"),
+        event_type=event_type_from(item.get("eventCode")),
+        ack=ACCEPTED,
+    )
+
+
+def _alone(live: object, item: Mapping[str, Any]) -> bytes:
+    """One item as a notification of its own, as Adyen sends a batch of one."""
+    wrapped = {"live": live, "notificationItems": [{"NotificationRequestItem": item}]}
+    return json.dumps(wrapped, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _items(payload: Any) -> list[dict[str, Any]]:

@@ -41,6 +41,11 @@ class Delivery:
     # The answer once the event is accepted (or is a duplicate), when the provider wants
     # something else than our JSON: Adyen's `[accepted]`, empty TwiML, Discord's deferral.
     ack: Reply | None = None
+    # A request that carries several events, each signed on its own (Adyen's batches): each
+    # is claimed by its own id and queued with its own bytes (`raw`), so an item replayed
+    # inside another batch is still a duplicate.
+    batch: tuple[Delivery, ...] = ()
+    raw: bytes | None = None
 
 
 class Verifier:

@@ -159,8 +159,66 @@ def test_every_adyen_item_must_verify(make_client: ClientFactory, redis: Redis) 
     ).encode()
     response = client.post("/webhooks/adyen", content=both)
     assert response.text == "[accepted]"
-    [job] = jobs(redis)
-    assert job.meta["type"] == "AUTHORISATION" and job.meta["event_id"].startswith("sha256:")
+    assert sorted(job.meta["event_id"] for job in jobs(redis)) == [
+        "psp-1:AUTHORISATION:true",
+        "psp-2:AUTHORISATION:true",
+    ]
+
+
+def adyen_batch(*items: dict[str, Any]) -> bytes:
+    return json.dumps({"live": "false", "notificationItems": list(items)}).encode()
+
+
+def test_an_adyen_batch_is_one_event_per_item_each_a_notification_that_verifies_alone(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    key = s.hex_key("k")
+    items = [s.adyen_item(key, "psp-1"), s.adyen_item(key, "psp-2", value=99)]
+    response = client_for(make_client, "adyen", key).post(
+        "/webhooks/adyen", content=adyen_batch(*items)
+    )
+    assert response.text == "[accepted]"
+    queued = {job.meta["event_id"]: job for job in jobs(redis)}
+    for item in items:
+        psp = item["NotificationRequestItem"]["pspReference"]
+        job = queued[f"{psp}:AUTHORISATION:true"]
+        alone = json.loads(job.args[3])
+        assert alone == {"live": "false", "notificationItems": [item]}
+        assert Adyen.util.is_valid_hmac_notification(item["NotificationRequestItem"], key.secret)
+
+
+def test_a_captured_adyen_item_rewrapped_in_new_batches_runs_once(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # The attacker's side: Adyen's HMAC has no timestamp, so one captured item can be put
+    # in any number of new batches, each with a different digest.
+    key = s.hex_key("k")
+    captured = s.adyen_item(key, "psp-1")
+    client = client_for(make_client, "adyen", key)
+    assert client.post("/webhooks/adyen", content=adyen_batch(captured)).text == "[accepted]"
+    for n in range(3):
+        others = [s.adyen_item(key, f"psp-other-{n}-{i}") for i in range(n + 1)]
+        replayed = client.post("/webhooks/adyen", content=adyen_batch(*others, captured))
+        assert replayed.status_code == 200
+        replayed_twice = client.post("/webhooks/adyen", content=adyen_batch(captured, captured))
+        assert replayed_twice.status_code == 200
+    ids = [job.meta["event_id"] for job in jobs(redis)]
+    assert ids.count("psp-1:AUTHORISATION:true") == 1
+    assert len(ids) == len(set(ids)) == 1 + 1 + 2 + 3
+
+
+def test_an_adyen_body_that_repeats_a_key_is_refused(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # The attacker's side: the verifier reads the last `eventCode` (Python's rule), a
+    # handler's first-wins parser the first, which the signature never covered.
+    key = s.hex_key("k")
+    signed = json.dumps(s.adyen_item(key, "psp-1")["NotificationRequestItem"])
+    item = signed.replace('"eventCode":', '"eventCode": "REFUND", "eventCode":', 1)
+    body = f'{{"live": "false", "notificationItems": [{{"NotificationRequestItem": {item}}}]}}'
+    response = client_for(make_client, "adyen", key).post("/webhooks/adyen", content=body)
+    assert response.status_code == 400, response.text
+    assert jobs(redis) == []
 
 
 def test_adyen_published_example_item_verifies(make_client: ClientFactory, redis: Redis) -> None:
