@@ -15,6 +15,8 @@ import httpx
 from app.jobstate import EventStatus
 from app.settings import Settings, SourceConfig
 from workers.ops.common import TIME, CommandError, load_settings, redis_connection
+from workers.ops.provider_apis import MAX_MESSAGE
+from workers.ops.redact import Redactor
 from workers.ops.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
 
 # What `replay ledger --since ...` (or `replay provider --since ...`) meant when no source
@@ -69,12 +71,28 @@ def _report(counts: Counts, as_json: bool) -> None:
         click.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in counts.as_dict().items()))
 
 
-def _run(as_json: bool, action: Callable[[Callable[[Counts], None]], Counts]) -> None:
+# What an API's answer of an unexpected shape raises inside the command: a field missing
+# or of the wrong type, a time that does not parse, a body that is not JSON. Its message
+# quotes the answer, so it is redacted and printed as one line, never as a traceback.
+_UNREADABLE = (LookupError, TypeError, ValueError, AttributeError, httpx.HTTPError)
+
+
+def _run(
+    as_json: bool,
+    redact: Callable[[str], str],
+    action: Callable[[Callable[[Counts], None]], Counts],
+    unreadable: tuple[type[Exception], ...] = (),
+) -> None:
+    """Run a replay and print its counts. Its errors quote what an API (or Redis) said,
+    which may hold a configured secret: `redact` blanks them out before they are printed."""
     try:
         with _progress(as_json) as progress:
             counts = action(progress)
     except ReplayError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(redact(str(exc))) from None
+    except unreadable as exc:
+        what = redact(f"{type(exc).__name__}: {exc}")
+        raise CommandError(f"an API's answer could not be read: {what[:MAX_MESSAGE]}") from None
     _report(counts, as_json)
 
 
@@ -106,7 +124,7 @@ def _provider_replay(
                 settings, source, redis, client, repo, hook_id, since, until, progress
             )
 
-        _run(as_json, action)
+        _run(as_json, Redactor.of(settings), action, _UNREADABLE)
 
 
 class _ReplayGroup(click.Group):
@@ -206,4 +224,4 @@ def replay_from_ledger(
             wanted = EventStatus(status) if status else None
             return replay_ledger(settings, source_config, redis, since, until, wanted, progress)
 
-        _run(as_json, action)
+        _run(as_json, Redactor.of(settings), action)
