@@ -1,6 +1,8 @@
 """Local fakes of Stripe's List Events and GitHub's hook deliveries APIs, for replay tests.
 
-Each can be told to answer 429 (with Retry-After) or to drop the connection a few times.
+Each can be told to answer 429 (with Retry-After) or to drop the connection a few times,
+to answer every request with one error, or to quote the credentials it was sent in the
+error of a refused login (as APIs that echo what they refused do).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ class FakeApi:
     page_size: int = 2
     throttle: int = 0  # answer 429 this many times
     drop: int = 0  # close the connection this many times
+    error: tuple[int, object] | None = None  # (status, JSON body) for every request
+    echo_credentials: bool = False  # a refused login's error quotes the Authorization sent
     requests: list[tuple[str, str]] = field(default_factory=list)
     redelivered: list[int] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
@@ -58,12 +62,17 @@ class FakeApi:
                     api.throttle -= 1
                     self._send(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"})
                     return False
-                if self.headers.get("Authorization") != f"Bearer {api.key}":
+                if api.error is not None:
+                    self._send(*api.error)
+                    return False
+                sent = self.headers.get("Authorization") or ""
+                if sent != f"Bearer {api.key}":
+                    quoted = f": {sent}" if api.echo_credentials else ""
                     self._send(
                         401,
                         {
-                            "error": {"message": "Invalid API Key provided"},
-                            "message": "Bad credentials",
+                            "error": {"message": f"Invalid API Key provided{quoted}"},
+                            "message": f"Bad credentials{quoted}",
                         },
                     )
                     return False

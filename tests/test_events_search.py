@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from tests.conftest import AUTH
-from tests.events_site import Site, make_site, site
+from tests.events_site import Site, ids_of, make_site, site
 from workers.ops.events_page import search
 
 __all__ = ["make_site", "site"]  # fixtures
@@ -33,6 +33,31 @@ def test_a_search_by_event_id_finds_the_event(site: Site) -> None:
     assert site.rows(id="evt_1", source="inbound") == ["evt_1"]
     assert site.rows(id="evt_9") == []
     assert "No event with that id" in site.get("/events", id="evt_9")
+
+
+def test_an_id_with_surrounding_spaces_finds_that_event_not_its_stripped_twin(
+    site: Site,
+) -> None:
+    # Ids are printable text, spaces included: ` evt_1 ` is another event than `evt_1`.
+    for event_id in ("evt_1", " evt_1 "):
+        assert site.harness.event(event_id).json()["status"] == "accepted"
+    assert site.rows(id=" evt_1 ") == [" evt_1 "]
+    assert site.rows(id="evt_1") == ["evt_1"]
+
+
+def test_an_id_pasted_with_a_newline_falls_back_to_the_stripped_id_and_says_so(
+    site: Site,
+) -> None:
+    site.harness.event("evt_7")
+    page = site.get("/events", id="evt_7\n")
+    assert ids_of(page) == ["evt_7"]
+    assert "No event has exactly that id" in page
+    assert "without the spaces or line breaks around it" in page
+
+
+def test_an_exact_match_is_shown_without_the_fallback_label(site: Site) -> None:
+    site.harness.event("evt_7")
+    assert "No event has exactly that id" not in site.get("/events", id="evt_7")
 
 
 def test_results_are_newest_first_and_filter_by_type_status_and_time(site: Site) -> None:

@@ -2,7 +2,9 @@
 
 What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
-- HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`);
+- HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`),
+  each failure is logged, and a client that keeps failing is locked out for a while
+  (`login_brake.py`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
   jobs that have not run cannot be deleted (`dashboard_guard.py`);
 - a job's metadata reads as lines, times in ISO 8601, and the navigation has an Events page
@@ -32,11 +34,13 @@ from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_
 from workers.ops.dashboard_pages import edit_template, readable_job_info
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page import events_blueprint
+from workers.ops.login_brake import LoginBrake, client_key, log_failure, retry_after, shown_user
+from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
 
-def create_dashboard(settings: Settings) -> Flask:
+def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
     username = settings.rq_dashboard_username or ""
     password = (
         settings.rq_dashboard_password.get_secret_value()
@@ -49,6 +53,8 @@ def create_dashboard(settings: Settings) -> Flask:
             "can requeue and delete events, so it never runs without a login"
         )
     expected_user, expected_password = username.encode(), password.encode()
+    brake = brake or LoginBrake()
+    redact = Redactor.of(settings)
 
     app: Flask = make_flask_app(None, None, None, "")
     # Shown in the page's instance list: where, never a credential.
@@ -71,13 +77,29 @@ def create_dashboard(settings: Settings) -> Flask:
     @app.before_request
     def require_login() -> Response | None:
         auth = request.authorization
-        given_user = (auth.username or "").encode() if auth else b""
-        given_password = (auth.password or "").encode() if auth else b""
+        if auth is None:  # a browser's first request, before it asks for the login
+            return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
+        client = client_key(request.remote_addr)
+        # Refused before the credentials are looked at: right or wrong, a locked-out
+        # client learns nothing, and nothing sleeps in one of waitress's few threads.
+        wait = brake.admit(client)
+        if wait:
+            return Response(
+                f"Too many failed logins from your address: try again in {retry_after(wait)} s\n",
+                429,
+                {"Retry-After": retry_after(wait)},
+                mimetype="text/plain",
+            )
+        given_user = (auth.username or "").encode()
+        given_password = (auth.password or "").encode()
         # Both comparisons always run, so timing tells nothing about which part was wrong.
         user_ok = hmac.compare_digest(given_user, expected_user)
         password_ok = hmac.compare_digest(given_password, expected_password)
-        if auth is not None and user_ok and password_ok:
+        if user_ok and password_ok:
+            brake.succeeded(client)
             return guard.check()
+        failure = brake.failed(client)
+        log_failure(request.remote_addr, shown_user(auth.username or "", redact), failure)
         return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
 
     @app.after_request

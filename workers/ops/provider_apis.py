@@ -21,10 +21,17 @@ class ReplayError(Exception):
 
 class Api:
     """GETs and POSTs with bounded retries on 429 (honouring Retry-After), 5xx and network
-    errors; any other error answer stops the replay with the API's own message."""
+    errors; any other error answer stops the replay with the API's own message, after
+    `redact` has blanked every configured secret out of it (an API may quote the key)."""
 
-    def __init__(self, client: httpx.Client, sleep: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx.Client,
+        redact: Callable[[str], str],
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
         self.client = client
+        self.redact = redact
         self.sleep = sleep or time.sleep
 
     def call(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
@@ -34,35 +41,44 @@ class Api:
                 response = self.client.request(method, url, **kwargs)
             except httpx.TransportError as exc:
                 if attempt == ATTEMPTS:
-                    raise ReplayError(f"cannot reach {url}: {type(exc).__name__}") from None
+                    raise ReplayError(
+                        self.redact(f"cannot reach {url}: {type(exc).__name__}")
+                    ) from None
                 self.sleep(delay)
                 delay *= 2
                 continue
             if response.status_code == 429 or response.status_code >= 500:
                 if attempt == ATTEMPTS:
-                    raise ReplayError(f"{url} answered {response.status_code} {ATTEMPTS} times")
+                    raise ReplayError(
+                        self.redact(f"{url} answered {response.status_code} {ATTEMPTS} times")
+                    )
                 wait = response.headers.get("retry-after", "")
                 self.sleep(min(float(wait), 60.0) if wait.replace(".", "", 1).isdigit() else delay)
                 delay *= 2
                 continue
             if response.status_code >= 400:
-                raise ReplayError(
-                    f"{url} answered {response.status_code}: {_api_message(response)}"
-                )
+                message = _api_message(response, self.redact)
+                raise ReplayError(self.redact(f"{url} answered {response.status_code}: {message}"))
             return response
         raise AssertionError("unreachable")
 
 
-def _api_message(response: httpx.Response) -> str:
+def _api_message(response: httpx.Response, redact: Callable[[str], str]) -> str:
+    """The API's own message, secrets blanked out before it is shortened: cut first, a
+    secret at the cut would no longer match and its first characters would be printed."""
     try:
         body = response.json()
     except ValueError:
-        return response.text[:MAX_MESSAGE]
+        return _shortened(redact(response.text))
     error = body.get("error") if isinstance(body, dict) else None
     message = error.get("message", "") if isinstance(error, dict) else None
     if message is None:
         message = body.get("message", "") if isinstance(body, dict) else ""
-    return str(message)[:MAX_MESSAGE]
+    return _shortened(redact(str(message)))
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
 
 
 def stripe_events(api: Api, base: str, since: float, until: float | None) -> Iterator[Any]:

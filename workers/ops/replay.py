@@ -28,6 +28,7 @@ from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.provider_apis import Api, ReplayError, github_deliveries, stripe_events
+from workers.ops.redact import Redactor
 
 __all__ = [
     "Counts",
@@ -68,8 +69,8 @@ def replay_stripe(
     if settings.stripe_api_key is None:
         raise ReplayError("STRIPE_API_KEY is not set")
     client.headers["Authorization"] = f"Bearer {settings.stripe_api_key.get_secret_value()}"
-    intake, counts = SyncIntake(settings, redis), Counts()
-    for event in stripe_events(Api(client), settings.stripe_api_base, since, until):
+    intake, counts, api = SyncIntake(settings, redis), Counts(), Api(client, Redactor.of(settings))
+    for event in stripe_events(api, settings.stripe_api_base, since, until):
         counts.fetched += 1
         delivery = Delivery(
             event_id=str(event["id"]),
@@ -107,7 +108,11 @@ def replay_github(
             "X-GitHub-Api-Version": "2022-11-28",
         }
     )
-    api, keys, counts = Api(client), Keys(settings.webhook_key_prefix, ""), Counts()
+    api, keys, counts = (
+        Api(client, Redactor.of(settings)),
+        Keys(settings.webhook_key_prefix, ""),
+        Counts(),
+    )
     counts.extra = {"failed": 0, "redelivered": 0}
     hook = f"{settings.github_api_base.rstrip('/')}/repos/{repo}/hooks/{hook_id}"
     latest: dict[str, dict[str, Any]] = {}

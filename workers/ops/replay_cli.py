@@ -15,14 +15,24 @@ import httpx
 from app.jobstate import EventStatus
 from app.settings import Settings, SourceConfig
 from workers.ops.common import TIME, CommandError, load_settings, redis_connection
+from workers.ops.provider_apis import MAX_MESSAGE
+from workers.ops.redact import Redactor
 from workers.ops.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
+
+# What `replay ledger --since ...` (or `replay provider --since ...`) meant when no source
+# has that name: the subcommand, with its SOURCE forgotten.
+_FORGOTTEN = {
+    "ledger": "to re-run stored events: `webhooks replay ledger SOURCE --since TIME`",
+    "provider": "the explicit form: `webhooks replay provider SOURCE --since TIME`",
+}
 
 
 def _source(settings: Settings, name: str, provider: str | None = None) -> SourceConfig:
     source = settings.sources.get(name)
     if source is None:
+        hint = f"; {_FORGOTTEN[name]}" if name in _FORGOTTEN else ""
         raise click.BadParameter(
-            f"unknown source {name!r}; configured: {', '.join(settings.sources)}",
+            f"unknown source {name!r}; configured: {', '.join(settings.sources)}{hint}",
             param_hint="SOURCE",
         )
     if provider is not None and source.provider != provider:
@@ -61,12 +71,28 @@ def _report(counts: Counts, as_json: bool) -> None:
         click.echo(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in counts.as_dict().items()))
 
 
-def _run(as_json: bool, action: Callable[[Callable[[Counts], None]], Counts]) -> None:
+# What an API's answer of an unexpected shape raises inside the command: a field missing
+# or of the wrong type, a time that does not parse, a body that is not JSON. Its message
+# quotes the answer, so it is redacted and printed as one line, never as a traceback.
+_UNREADABLE = (LookupError, TypeError, ValueError, AttributeError, httpx.HTTPError)
+
+
+def _run(
+    as_json: bool,
+    redact: Callable[[str], str],
+    action: Callable[[Callable[[Counts], None]], Counts],
+    unreadable: tuple[type[Exception], ...] = (),
+) -> None:
+    """Run a replay and print its counts. Its errors quote what an API (or Redis) said,
+    which may hold a configured secret: `redact` blanks them out before they are printed."""
     try:
         with _progress(as_json) as progress:
             counts = action(progress)
     except ReplayError as exc:
-        raise CommandError(str(exc)) from None
+        raise CommandError(redact(str(exc))) from None
+    except unreadable as exc:
+        what = redact(f"{type(exc).__name__}: {exc}")
+        raise CommandError(f"an API's answer could not be read: {what[:MAX_MESSAGE]}") from None
     _report(counts, as_json)
 
 
@@ -98,29 +124,65 @@ def _provider_replay(
                 settings, source, redis, client, repo, hook_id, since, until, progress
             )
 
-        _run(as_json, action)
+        _run(as_json, Redactor.of(settings), action, _UNREADABLE)
 
 
 class _ReplayGroup(click.Group):
-    """`replay SOURCE ...` for providers, `replay ledger SOURCE ...` for stored events."""
+    """`replay SOURCE ...` and `replay provider SOURCE ...` read a provider's API, `replay
+    ledger SOURCE ...` the stored events.
+
+    A source may be named like a subcommand (`ledger`, `provider`). `replay ledger --since
+    T` cannot be the ledger form, which needs a SOURCE: it is the provider form of the source
+    named `ledger`. So a word that names a subcommand is that subcommand when what follows
+    holds a positional argument, an option only the subcommand knows, or --help; otherwise
+    it is the source of the provider form. `replay provider NAME` is never ambiguous."""
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
-        if args and args[0] not in self.commands:
-            return "provider", self.commands["provider"], args
+        provider = self.commands["provider"]
+        if args and (args[0] not in self.commands or _is_source(ctx, provider, args)):
+            return "provider", provider, args
         return super().resolve_command(ctx, args)
+
+
+def _is_source(ctx: click.Context, provider: click.Command, args: list[str]) -> bool:
+    """Whether `args[0]`, a subcommand's name, is the SOURCE of the provider form."""
+    rest = args[1:]
+    if any(arg in ctx.help_option_names for arg in rest):
+        return False
+    options = {
+        name: not option.is_flag
+        for option in provider.params
+        if isinstance(option, click.Option)
+        for name in (*option.opts, *option.secondary_opts)
+    }
+    skip = False
+    for index, arg in enumerate(rest):
+        if skip:
+            skip = False
+        elif arg == "--":
+            return index == len(rest) - 1  # what follows `--` is positional
+        elif arg.startswith("-") and arg != "-":
+            name, equals, _ = arg.partition("=")
+            if name not in options:
+                return False  # e.g. the ledger's --status: the ledger form
+            skip = options[name] and not equals
+        else:
+            return False  # a SOURCE for the subcommand
+    return True
 
 
 replay = _ReplayGroup(
     "replay",
     help="Fetch missed events from a provider (`replay SOURCE`: Stripe's events, GitHub's "
     "failed deliveries) or from the ledger (`replay ledger SOURCE`); only what is missing "
-    "is enqueued.",
+    "is enqueued. `replay provider SOURCE` is the provider form for any source name, "
+    "`ledger` and `provider` included.",
 )
 
 
-@replay.command("provider", hidden=True)
+@replay.command("provider")
 @click.argument("source")
 @click.option("--since", type=TIME, required=True, help="ISO 8601 or unix seconds.")
 @click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
@@ -135,7 +197,8 @@ def replay_provider(
     hook_id: int | None,
     as_json: bool,
 ) -> None:
-    """SOURCE: a stripe source (List Events) or a github source (redeliver failed)."""
+    """Replay SOURCE from its provider's API: a stripe source (List Events) or a github
+    source (redeliver failed); `replay SOURCE ...` without `provider` does the same."""
     _provider_replay(source, since, until, as_json, repo, hook_id)
 
 
@@ -161,4 +224,4 @@ def replay_from_ledger(
             wanted = EventStatus(status) if status else None
             return replay_ledger(settings, source_config, redis, since, until, wanted, progress)
 
-        _run(as_json, action)
+        _run(as_json, Redactor.of(settings), action)

@@ -2,7 +2,10 @@
 
 The ledger's index is one sorted set, `<prefix>:events`: record keys scored by receipt time.
 A search walks it newest first from a cursor, in chunks:
-- an event id is a direct lookup of its record (one per source);
+- an event id is a direct lookup of its record (one per source), of exactly the id given:
+  ids are printable text, spaces included, so `evt_1` and ` evt_1 ` are two events. Only
+  when the exact id finds nothing is the id without its surrounding whitespace tried (a
+  pasted id with a trailing newline), and the page says so;
 - a time range bounds the walk, and a page stops it (PAGE rows);
 - a source filter reads the source from the record key, without reading the record;
 - type and status are in the record: those filters read records, at most SCAN_BUDGET per
@@ -84,6 +87,9 @@ class Page:
     reached: float | None = None
     budget_spent: bool = False
     in_range: int | None = None  # events in the time range, when nothing else filters
+    # Nothing had exactly the id given: these rows are of the id without the whitespace
+    # around it, and the page must say so.
+    stripped_id: bool = False
 
 
 class EventSearch:
@@ -104,8 +110,18 @@ class EventSearch:
 
     def _by_id(self, query: Query) -> Page:
         assert query.event_id is not None
+        page = self._lookup(query, query.event_id)
+        stripped = query.event_id.strip()
+        if not page.rows and stripped and stripped != query.event_id:
+            fallback = self._lookup(query, stripped)
+            fallback.examined += page.examined
+            fallback.stripped_id = bool(fallback.rows)
+            return fallback
+        return page
+
+    def _lookup(self, query: Query, event_id: str) -> Page:
         sources = [query.source] if query.source else self.sources
-        keys = [self.ledger.keys.event(source, query.event_id) for source in sources]
+        keys = [self.ledger.keys.event(source, event_id) for source in sources]
         found = [
             r
             for r in self.ledger.summaries(keys)

@@ -75,6 +75,10 @@ def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, lis
         value = (args.get(name) or "").strip()[:MAX_FIELD]
         return value or None
 
+    # The id exactly as typed: ` evt_1 ` is a legal id of its own, not `evt_1` (the search
+    # tries the stripped id only when the exact one finds nothing, and says so).
+    event_id = (args.get("id") or "")[:MAX_FIELD] or None
+
     source = field("source")
     if source is not None and source not in sources:
         errors.append("Unknown source: choose one of the list.")
@@ -94,13 +98,19 @@ def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, lis
             errors.append(f"{name}: expected ISO 8601 (2026-11-30T08:00:00Z) or unix seconds.")
             times[name] = None
     after = Cursor.decode(args.get("after", "")) if args.get("after") else None
-    query = Query(source, field("id"), field("type"), status, times["since"], times["until"], after)
+    query = Query(source, event_id, field("type"), status, times["since"], times["until"], after)
     return query, errors
 
 
 def _summary(query: Query, page: Page) -> str:
     shown = len(page.rows)
     if query.event_id:
+        if page.stripped_id:
+            # Not echoed: a fixed sentence; the row shows the id that was found.
+            return (
+                "No event has exactly that id; shown: the event whose id is the one you "
+                "entered without the spaces or line breaks around it."
+            )
         return "Found." if shown else "No event with that id (in any source searched)."
     parts = [f"{shown} event{'' if shown == 1 else 's'} shown"]
     if page.in_range is not None:

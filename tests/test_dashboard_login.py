@@ -1,0 +1,196 @@
+"""The dashboard's login, from a guesser's side: failures are logged, a client that keeps
+failing is locked out (429, Retry-After), others are not, and memory stays bounded."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
+
+from app.logs import LineFormatter
+from app.settings import Settings
+from tests.conftest import AUTH
+from workers.ops import login_brake
+from workers.ops.dashboard import create_dashboard
+from workers.ops.login_brake import FREE_FAILURES, MAX_LOCKOUT, LoginBrake
+
+GUESSER = "203.0.113.7"
+# Behind the login, and served without Redis.
+PAGE = "/events/style.css"
+
+
+@dataclass
+class Clock:
+    now: float = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Dashboard:
+    client: FlaskClient
+    brake: LoginBrake
+    clock: Clock
+
+    def login(self, password: str, address: str = GUESSER, user: str = AUTH[0]) -> TestResponse:
+        return self.client.get(PAGE, auth=(user, password), environ_base={"REMOTE_ADDR": address})
+
+    def fail(self, times: int, address: str = GUESSER) -> list[int]:
+        return [self.login("a-guess", address).status_code for _ in range(times)]
+
+
+@pytest.fixture
+def make_dashboard(make_settings: Callable[..., Settings]) -> Callable[..., Dashboard]:
+    def make(**brake: int) -> Dashboard:
+        clock = Clock()
+        made = LoginBrake(clock=clock, **brake)
+        return Dashboard(create_dashboard(make_settings(), made).test_client(), made, clock)
+
+    return make
+
+
+@pytest.fixture
+def dashboard(make_dashboard: Callable[..., Dashboard]) -> Dashboard:
+    return make_dashboard()
+
+
+def test_wrong_passwords_in_a_row_lock_the_client_out_with_429_and_retry_after(
+    dashboard: Dashboard,
+) -> None:
+    assert dashboard.fail(FREE_FAILURES) == [401] * FREE_FAILURES
+    refused = dashboard.login("another-guess")
+    assert refused.status_code == 429
+    assert refused.headers["Retry-After"] == "1"
+    assert "WWW-Authenticate" not in refused.headers
+
+
+def test_the_right_password_is_refused_during_the_lockout(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES)
+    assert dashboard.login(AUTH[1]).status_code == 429
+
+
+def test_after_the_lockout_the_right_password_opens_and_the_failures_are_forgotten(
+    dashboard: Dashboard,
+) -> None:
+    dashboard.fail(FREE_FAILURES)
+    dashboard.clock.now += 1
+    assert dashboard.login(AUTH[1]).status_code == 200
+    assert dashboard.fail(FREE_FAILURES) == [401] * FREE_FAILURES
+
+
+def test_each_further_failure_doubles_the_lockout_up_to_its_cap(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES)
+    waits = []
+    for _ in range(11):
+        refused = dashboard.login("a-guess")
+        assert refused.status_code == 429
+        wait = int(refused.headers["Retry-After"])
+        waits.append(wait)
+        dashboard.clock.now += wait
+        assert dashboard.login("a-guess").status_code == 401  # one guess per opening
+    assert waits == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]
+    assert max(waits) == MAX_LOCKOUT
+
+
+def test_a_try_let_through_after_a_lockout_locks_concurrent_tries_out() -> None:
+    clock = Clock()
+    brake = LoginBrake(clock=clock)
+    for _ in range(FREE_FAILURES):
+        brake.failed("x")
+    clock.now += 1
+    assert brake.admit("x") == 0  # this one's password is being compared...
+    assert brake.admit("x") == 2  # ...so another thread's try waits for its outcome
+
+
+def test_another_client_is_not_locked_out(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES + 1)
+    assert dashboard.login(AUTH[1], address="198.51.100.20").status_code == 200
+
+
+def test_addresses_of_one_ipv6_64_share_a_lockout(dashboard: Dashboard) -> None:
+    for n in range(FREE_FAILURES):
+        assert dashboard.login("a-guess", address=f"2001:db8::{n + 1:x}").status_code == 401
+    assert dashboard.login(AUTH[1], address="2001:db8::ffff:1").status_code == 429
+    assert dashboard.login(AUTH[1], address="2001:db8:0:1::1").status_code == 200
+
+
+def test_requests_without_credentials_are_not_failures(dashboard: Dashboard) -> None:
+    for _ in range(3 * FREE_FAILURES):
+        response = dashboard.client.get(PAGE, environ_base={"REMOTE_ADDR": GUESSER})
+        assert response.status_code == 401
+    assert dashboard.login(AUTH[1]).status_code == 200
+
+
+def test_failures_are_forgotten_an_hour_after_the_last(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES - 1)
+    dashboard.clock.now += login_brake.FORGET_AFTER + 1
+    assert dashboard.fail(FREE_FAILURES) == [401] * FREE_FAILURES
+
+
+def test_a_guesser_rotating_addresses_cannot_grow_the_brakes_memory(
+    make_dashboard: Callable[..., Dashboard],
+) -> None:
+    dashboard = make_dashboard(max_clients=50)
+    for n in range(500):
+        dashboard.login("a-guess", address=f"10.0.{n // 256}.{n % 256}")
+    assert dashboard.brake.remembered == 50
+    assert dashboard.login(AUTH[1], address="10.0.1.243").status_code == 200
+
+
+def _failure_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.getMessage() == "dashboard login failed"]
+
+
+def test_each_failed_login_is_logged_without_the_password(
+    dashboard: Dashboard, caplog: pytest.LogCaptureFixture
+) -> None:
+    for n in range(3):
+        dashboard.login(f"guess-number-{n}", user="admin")
+    records = _failure_lines(caplog)
+    assert [r.__dict__["failures"] for r in records] == [1, 2, 3]
+    for record in records:
+        for look in ("json", "text"):
+            line = LineFormatter(look).format(record)
+            assert "guess-number" not in line
+            assert GUESSER in line and "admin" in line
+
+
+def test_the_user_name_a_guesser_sends_is_logged_escaped_and_shortened(
+    dashboard: Dashboard, caplog: pytest.LogCaptureFixture
+) -> None:
+    hostile = "ops\x1b[2J\x1b]0;owned\x07\r\n\u202e" + "A" * 5000
+    dashboard.login("a-guess", user=hostile)
+    [record] = _failure_lines(caplog)
+    for look in ("json", "text"):
+        line = LineFormatter(look).format(record)
+        assert not any(c in line for c in ("\x1b", "\x07", "\r", "\n", "\u202e"))
+        assert len(line) < 600
+    logged = json.loads(LineFormatter("json").format(record))["given_user"]
+    assert logged.startswith("ops\\x1b[2J") and logged.endswith(f"({len(hostile)} characters)")
+
+
+def test_a_password_typed_into_the_user_field_is_not_logged(
+    dashboard: Dashboard, caplog: pytest.LogCaptureFixture
+) -> None:
+    dashboard.login("", user=AUTH[1])
+    [record] = _failure_lines(caplog)
+    for look in ("json", "text"):
+        assert AUTH[1] not in LineFormatter(look).format(record)
+
+
+def test_refusals_during_a_lockout_are_counted_in_the_next_failure_line(
+    dashboard: Dashboard, caplog: pytest.LogCaptureFixture
+) -> None:
+    dashboard.fail(FREE_FAILURES)
+    for _ in range(7):
+        dashboard.login("a-guess")
+    dashboard.clock.now += 1
+    dashboard.login("a-guess")
+    last = _failure_lines(caplog)[-1].__dict__
+    assert (last["failures"], last["refused_while_locked"], last["locked_for"]) == (6, 7, 2)
