@@ -4,12 +4,24 @@
 hold the hex HMAC-SHA1 of `bt_payload`, keyed with the SHA-1 digest of the private key
 (Braintree's SDK also accepts the payload with one more trailing newline). The key pair is
 WEBHOOK_PUBLIC_KEY_<NAME> and WEBHOOK_SECRET_<NAME> (several, comma-separated, pair up in
-order). `bt_payload` is base64 of an XML notification; its `<kind>` is the type, read with
-a pattern (no XML parser meets untrusted input). There is no notification id: the id is
-the SHA-256 of the payload. Handlers get the form fields and can parse them with
+order). `bt_payload` is base64 of an XML notification, which must be one: a
+`<notification>` root (after an optional XML declaration) holding a `<kind>` and a
+`<timestamp>`, and nothing after the root. Those are checked with bounded patterns (no XML
+parser meets untrusted input); `<kind>` is the type. There is no notification id: the id
+is the SHA-256 of the payload. Handlers get the form fields and can parse them with
 Braintree's SDK.
 
-Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`.
+Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`, as
+Braintree's SDK does. That answer is made with the very key deliveries are checked with,
+over text the caller chose, so it must never be a delivery's signature. Two independent
+reasons make sure it is not:
+- The handshake signs only `[a-f0-9]{20,32}`, and a `bt_payload` made only of those
+  characters is refused before its signature is even checked.
+- A delivery must decode to a notification. Its first byte is XML whitespace or `<`, and
+  base64's first character is that byte's top six bits: `C` (tab, newline), `D` (carriage
+  return), `I` (space) or `P` (`<`), never a hex digit. And a notification (root, kind,
+  timestamp) is at least 67 bytes, 92 base64 characters, beyond any challenge's 32.
+So no challenge is a valid payload, whatever the attacker picks.
 """
 
 from __future__ import annotations
@@ -29,8 +41,18 @@ from app.providers.request import Inbound, Reply
 from app.settings import ConfigError, SourceConfig
 
 PAYLOAD = re.compile(r"[A-Za-z0-9+=/\n]+")
-KIND = re.compile(rb"<kind>([A-Za-z0-9_]{1,100})</kind>")
+# What the handshake signs (Braintree's SDK: 20 to 32 hex digits), and, of any length,
+# what it could ever have signed: no payload may be such text.
 CHALLENGE = re.compile(r"[a-f0-9]{20,32}")
+CHALLENGE_TEXT = re.compile(r"[a-f0-9]+")
+# Every pattern is anchored or bounded, so none backtracks over a large payload.
+XML_SPACE = b" \t\r\n"
+ROOT = re.compile(
+    rb"[ \t\r\n]*(?:<\?xml[^<>]{0,200}\?>[ \t\r\n]*)?<notification(?:[ \t\r\n][^<>]{0,200})?>"
+)
+ROOT_END = b"</notification>"
+KIND = re.compile(rb"<kind>([A-Za-z0-9_]{1,100})</kind>")
+TIMESTAMP = re.compile(rb"<timestamp(?:[ \t\r\n][^<>]{0,100})?>[^<>]{1,64}</timestamp>")
 
 
 class BraintreeVerifier(Verifier):
@@ -56,6 +78,9 @@ class BraintreeVerifier(Verifier):
         signature, payload = fields.get("bt_signature", ""), fields.get("bt_payload", "")
         if not signature or not payload or not PAYLOAD.fullmatch(payload):
             raise InvalidSignature("missing or malformed bt_signature or bt_payload")
+        if CHALLENGE_TEXT.fullmatch(payload):
+            # What our handshake signs for anyone who asks: never a delivery (docstring).
+            raise InvalidSignature("bt_payload is a challenge, not a notification")
         matched = False
         for pair in signature.split("&"):
             public, _, digest = pair.partition("|")
@@ -67,14 +92,9 @@ class BraintreeVerifier(Verifier):
                 matched |= hmac.compare_digest(expected.encode(), digest.encode())
         if not matched:
             raise InvalidSignature("bt_signature does not match")
-        try:
-            xml = base64.b64decode(payload)
-        except (binascii.Error, ValueError):
-            raise InvalidPayload("bt_payload is not base64") from None
-        kind = KIND.search(xml)
         return Delivery(
             event_id=event_id_from(body_digest(payload.encode()), "bt_payload"),
-            event_type=kind.group(1).decode() if kind else "",
+            event_type=notification_kind(payload),
             payload_format=PayloadFormat.FORM,
         )
 
@@ -85,3 +105,21 @@ class BraintreeVerifier(Verifier):
         public, key = next(iter(self.pairs.items()))
         digest = hmac.new(key, challenge.encode(), hashlib.sha1).hexdigest()
         return Reply.text(f"{public}|{digest}")
+
+
+def notification_kind(payload: str) -> str:
+    """The `<kind>` of the notification `payload` encodes; `InvalidPayload` unless it is
+    one: a `<notification>` root, with a kind and a timestamp, and nothing after it."""
+    try:
+        xml = base64.b64decode(payload)
+    except (binascii.Error, ValueError):
+        raise InvalidPayload("bt_payload is not base64") from None
+    kind = KIND.search(xml)
+    if (
+        not ROOT.match(xml)
+        or not xml.rstrip(XML_SPACE).endswith(ROOT_END)
+        or kind is None
+        or not TIMESTAMP.search(xml)
+    ):
+        raise InvalidPayload("bt_payload is not a Braintree notification")
+    return kind.group(1).decode()
