@@ -9,6 +9,9 @@ as a delivery's signature. Refused (401 or 400), and nothing queued, every time.
 from __future__ import annotations
 
 import base64
+import json
+import re
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -142,3 +145,71 @@ def test_braintree_notifications_in_every_form_it_sends_are_accepted(
     key.material.webhook_notification.parse(signature, payload)  # the SDK agrees
     response = braintree_post(client_for("braintree", key), signature, payload)
     assert response.json()["status"] == "accepted", response.text
+
+
+# --- Zoom: encryptedToken is HMAC-SHA256 with the Secret Token over payload.plainToken -----
+# A delivery's signature is the same HMAC over `v0:{ts}:{body}`: a plainToken spelt like
+# that would make the answer a delivery's signature.
+
+
+def zoom_headers(key: s.Key, body: bytes, ts: int) -> dict[str, str]:
+    signature = "v0=" + s.hex_hmac(key.secret, f"v0:{ts}:".encode() + body)
+    return {"x-zm-request-timestamp": str(ts), "x-zm-signature": signature}
+
+
+def zoom_validation(plain_token: str) -> bytes:
+    payload = {"payload": {"plainToken": plain_token}, "event": "endpoint.url_validation"}
+    return json.dumps(payload).encode()
+
+
+ZOOM_FORGED = b'{"event": "meeting.deleted", "payload": {"object": {"id": "forged"}}}'
+
+
+def hex_tokens(response: Any) -> list[str]:
+    """Every 64-hex-digit string the answer holds: what could pass for a signature."""
+    return re.findall(r"[0-9a-f]{64}", response.text)
+
+
+def test_an_unsigned_zoom_url_validation_gets_no_encrypted_token(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    client = client_for("zoom", s.plain_key("k"))
+    ts = int(time.time())
+    body = zoom_validation(f"v0:{ts}:" + ZOOM_FORGED.decode())
+    headers = {"x-zm-request-timestamp": str(ts), "x-zm-signature": "v0=" + "0" * 64}
+    answer = client.post("/webhooks/zoom", content=body, headers=headers)
+    assert answer.status_code == 401
+    assert hex_tokens(answer) == []
+    assert nothing_queued(redis)
+
+
+def test_a_zoom_plain_token_spelt_as_a_delivery_never_yields_its_signature(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    # Even a url_validation that verifies (a replay of one, or Zoom itself, picking the
+    # token): its answer must not sign `v0:{ts}:{body}` for a body of the token's choosing.
+    key = s.plain_key("k")
+    client = client_for("zoom", key)
+    ts = int(time.time())
+    body = zoom_validation(f"v0:{ts}:" + ZOOM_FORGED.decode())
+    answer = client.post("/webhooks/zoom", content=body, headers=zoom_headers(key, body, ts))
+    assert answer.status_code in (200, 400)
+    for token in hex_tokens(answer):
+        forged = {"x-zm-request-timestamp": str(ts), "x-zm-signature": f"v0={token}"}
+        response = client.post("/webhooks/zoom", content=ZOOM_FORGED, headers=forged)
+        assert response.status_code == 401, response.text
+    assert nothing_queued(redis)
+
+
+def test_zooms_own_plain_token_is_still_answered(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = s.plain_key("k")
+    ts = int(time.time())
+    body = zoom_validation("qgg8vlvZRS6UYooatFL8Aw")
+    answer = client_for("zoom", key).post(
+        "/webhooks/zoom", content=body, headers=zoom_headers(key, body, ts)
+    )
+    expected = s.hex_hmac(key.secret, b"qgg8vlvZRS6UYooatFL8Aw")
+    assert answer.json() == {"plainToken": "qgg8vlvZRS6UYooatFL8Aw", "encryptedToken": expected}
+    assert nothing_queued(redis)
