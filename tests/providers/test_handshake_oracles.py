@@ -213,3 +213,156 @@ def test_zooms_own_plain_token_is_still_answered(
     expected = s.hex_hmac(key.secret, b"qgg8vlvZRS6UYooatFL8Aw")
     assert answer.json() == {"plainToken": "qgg8vlvZRS6UYooatFL8Aw", "encryptedToken": expected}
     assert nothing_queued(redis)
+
+
+# --- The handshakes that echo, or answer with a constant: nothing keyed to replay ---------
+# Each answer is shown to hold nothing but what the caller sent or a constant, and the
+# answer (or the signature-shaped text it echoes) posted as a delivery's signature is 401.
+
+
+def test_slacks_url_verification_answer_does_not_verify_a_delivery(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    secret = "slack-signing-secret"
+    client = make_client(webhook_sources="slack", per_source={"WEBHOOK_SECRET_SLACK": secret})
+    ts = str(int(time.time()))
+    guess = "v0=" + "ab" * 32
+    handshake = json.dumps({"type": "url_verification", "challenge": guess}).encode()
+    unsigned = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": "v0=" + "0" * 64}
+    refused = client.post("/webhooks/slack", content=handshake, headers=unsigned)
+    assert refused.status_code == 401 and guess not in refused.text
+    # Slack's own (signed) check: the answer is its challenge, nothing made with the secret.
+    signed = {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": slack_signature(secret, ts, handshake),
+    }
+    answer = client.post("/webhooks/slack", content=handshake, headers=signed)
+    assert answer.json() == {"challenge": guess}
+    event = b'{"type": "event_callback", "event_id": "Ev1", "event": {"type": "message"}}'
+    replayed = {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": answer.json()["challenge"]}
+    assert client.post("/webhooks/slack", content=event, headers=replayed).status_code == 401
+    assert nothing_queued(redis)
+
+
+def slack_signature(secret: str, ts: str, body: bytes) -> str:
+    return "v0=" + s.hex_hmac(secret, f"v0:{ts}:".encode() + body)
+
+
+def test_metas_hub_challenge_answer_does_not_verify_a_delivery(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    client = client_for("meta", s.plain_key("k"))
+    guess = "sha256=" + "ab" * 32
+    query = {"hub.mode": "subscribe", "hub.challenge": guess}
+    refused = client.get("/webhooks/meta", params={**query, "hub.verify_token": "guess"})
+    assert refused.status_code == 403 and guess not in refused.text
+    # Even with the verify token (typed in a console, weaker than the app secret), the
+    # answer is the challenge itself: the app secret is never used.
+    echo = client.get("/webhooks/meta", params={**query, "hub.verify_token": "verify-me-please"})
+    assert echo.text == guess
+    body = b'{"object": "page", "entry": [{"id": "forged"}]}'
+    forged = client.post("/webhooks/meta", content=body, headers={"X-Hub-Signature-256": echo.text})
+    assert forged.status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_dropboxs_challenge_answer_does_not_verify_a_delivery(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    client = client_for("dropbox", s.plain_key("k"))
+    guess = "ab" * 32
+    echo = client.get("/webhooks/dropbox", params={"challenge": guess})
+    assert echo.text == guess  # the caller's text back: the app secret is never used
+    body = b'{"list_folder": {"accounts": ["dbid:forged"]}}'
+    forged = client.post(
+        "/webhooks/dropbox", content=body, headers={"X-Dropbox-Signature": echo.text}
+    )
+    assert forged.status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_twitchs_callback_verification_answer_does_not_verify_a_delivery(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = s.plain_key("k")
+    client = client_for("twitch", key)
+    guess = "sha256=" + "ab" * 32
+    template = s.sign_twitch(key, "m-1", int(time.time()), kind="webhook_callback_verification")
+    stamp = template.headers["Twitch-Eventsub-Message-Timestamp"]
+    handshake = json.dumps({"challenge": guess}).encode()
+    unsigned = {**template.headers, "Twitch-Eventsub-Message-Signature": "sha256=" + "0" * 64}
+    refused = client.post("/webhooks/twitch", content=handshake, headers=unsigned)
+    assert refused.status_code == 401 and guess not in refused.text
+    # Twitch's own (signed) verification: the answer is its challenge, not keyed.
+    signature = "sha256=" + s.hex_hmac(key.secret, f"m-1{stamp}".encode() + handshake)
+    signed = {**template.headers, "Twitch-Eventsub-Message-Signature": signature}
+    answer = client.post("/webhooks/twitch", content=handshake, headers=signed)
+    assert answer.text == guess
+    event = s.sign_twitch(key, "m-2", int(time.time()))
+    replayed = {**event.headers, "Twitch-Eventsub-Message-Signature": answer.text}
+    assert client.post("/webhooks/twitch", content=event.body, headers=replayed).status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_snss_subscription_confirmation_answer_holds_nothing_keyed(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    # SNS is signed with AWS's private key; we hold none, so no answer of ours can sign.
+    key = s.sns_key("k")
+    client = client_for("sns", key)
+    now = int(time.time())
+    confirm = s.sign_sns(key, "c-1", now, Type="SubscriptionConfirmation", Token="tok-oracle")
+    answer = client.post("/webhooks/sns", content=confirm.body, headers=confirm.headers)
+    assert answer.json() == {"status": "subscribed"}
+    event = json.loads(s.sign_sns(key, "n-1", now).body)
+    forged = {**event, "Message": "forged", "Signature": base64.b64encode(answer.content).decode()}
+    response = client.post(
+        "/webhooks/sns", content=json.dumps(forged).encode(), headers=confirm.headers
+    )
+    assert response.status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_xeros_intent_to_receive_answer_holds_nothing_keyed(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = s.plain_key("k")
+    client = client_for("xero", key)
+    intent = b'{"events": [], "firstEventSequence": 0, "lastEventSequence": 0}'
+    answer = client.post(
+        "/webhooks/xero",
+        content=intent,
+        headers={"x-xero-signature": s.b64_hmac(key.secret, intent)},
+    )
+    assert (answer.status_code, answer.content) == (200, b"")
+    body = b'{"events": [{"resourceId": "forged"}], "firstEventSequence": 1}'
+    forged = client.post("/webhooks/xero", content=body, headers={"x-xero-signature": answer.text})
+    assert forged.status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_woocommerces_unsigned_ping_answer_holds_nothing_keyed(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    client = client_for("woocommerce", s.plain_key("k"))
+    ping = client.post("/webhooks/woocommerce", content=b"webhook_id=17", headers=FORM)
+    assert (ping.status_code, ping.content) == (200, b"")
+    headers = {"X-WC-Webhook-Signature": ping.text, "X-WC-Webhook-Topic": "order.created"}
+    forged = client.post("/webhooks/woocommerce", content=b'{"id": 1}', headers=headers)
+    assert forged.status_code == 401
+    assert nothing_queued(redis)
+
+
+def test_discords_pong_holds_nothing_keyed(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    # Discord signs with its Ed25519 private key; we hold the public key only.
+    key = s.ed25519_key("k")
+    client = client_for("discord", key)
+    ping = s.sign_discord(key, "i-1", int(time.time()), kind=1)
+    pong = client.post("/webhooks/discord", content=ping.body, headers=ping.headers)
+    assert pong.json() == {"type": 1}
+    command = s.sign_discord(s.ed25519_key("attacker"), "i-2", int(time.time()))
+    forged = {**command.headers, "X-Signature-Ed25519": pong.content.hex().ljust(128, "0")}
+    assert client.post("/webhooks/discord", content=command.body, headers=forged).status_code == 401
+    assert nothing_queued(redis)
