@@ -9,7 +9,7 @@ order). `bt_payload` is base64 of an XML notification, which must be one: a
 `<timestamp>`, and nothing after the root. Those are checked with bounded patterns (no XML
 parser meets untrusted input); `<kind>` is the type. There is no notification id: the id
 is the SHA-256 of the payload. Handlers get the form fields and can parse them with
-Braintree's SDK.
+Braintree's SDK; a form that repeats either field is a 400 (a handler would get both).
 
 Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`, as
 Braintree's SDK does. That answer is made with the very key deliveries are checked with,
@@ -36,10 +36,12 @@ from urllib.parse import parse_qsl
 from app.errors import InvalidPayload, InvalidSignature
 from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, event_id_from
-from app.providers.fields import body_digest, parse_form
+from app.providers.fields import body_digest, single_fields
 from app.providers.request import Inbound, Reply
 from app.settings import ConfigError, SourceConfig
 
+# Never repeated: the verifier would check one and a handler might read the other.
+SIGNED_FIELDS = ("bt_signature", "bt_payload")
 PAYLOAD = re.compile(r"[A-Za-z0-9+=/\n]+")
 # What the handshake signs (Braintree's SDK: 20 to 32 hex digits), and, of any length,
 # what it could ever have signed: no payload may be such text.
@@ -74,7 +76,7 @@ class BraintreeVerifier(Verifier):
         }
 
     def check(self, request: Inbound) -> Delivery:
-        fields = dict(parse_form(request.body))
+        fields = single_fields(request.body, SIGNED_FIELDS)
         signature, payload = fields.get("bt_signature", ""), fields.get("bt_payload", "")
         if not signature or not payload or not PAYLOAD.fullmatch(payload):
             raise InvalidSignature("missing or malformed bt_signature or bt_payload")
