@@ -8,8 +8,9 @@ order). `bt_payload` is base64 of an XML notification, which must be one: a
 `<notification>` root (after an optional XML declaration) holding a `<kind>` and a
 `<timestamp>`, and nothing after the root. Those are checked with bounded patterns (no XML
 parser meets untrusted input); `<kind>` is the type. There is no notification id: the id
-is the SHA-256 of the payload. Handlers get the form fields and can parse them with
-Braintree's SDK; a form that repeats either field is a 400 (a handler would get both).
+is the SHA-256 of the signed payload (with its trailing newline, however it was sent).
+Handlers get the form fields and can parse them with Braintree's SDK; a form that repeats
+either field is a 400 (a handler would get both).
 
 Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`, as
 Braintree's SDK does. That answer is made with the very key deliveries are checked with,
@@ -83,7 +84,7 @@ class BraintreeVerifier(Verifier):
         if CHALLENGE_TEXT.fullmatch(payload):
             # What our handshake signs for anyone who asks: never a delivery (docstring).
             raise InvalidSignature("bt_payload is a challenge, not a notification")
-        matched = False
+        signed = ""  # the text the signature is over: the payload, or it plus a newline
         for pair in signature.split("&"):
             public, _, digest = pair.partition("|")
             key = self.pairs.get(public)
@@ -91,11 +92,14 @@ class BraintreeVerifier(Verifier):
                 continue
             for candidate in (payload, payload + "\n"):
                 expected = hmac.new(key, candidate.encode(), hashlib.sha1).hexdigest()
-                matched |= hmac.compare_digest(expected.encode(), digest.encode())
-        if not matched:
+                if hmac.compare_digest(expected.encode(), digest.encode()) and not signed:
+                    signed = candidate
+        if not signed:
             raise InvalidSignature("bt_signature does not match")
         return Delivery(
-            event_id=event_id_from(body_digest(payload.encode()), "bt_payload"),
+            # The digest of what was signed, not of the field as sent: with and without its
+            # trailing newline, one signed notification is one event, not two.
+            event_id=event_id_from(body_digest(signed.encode()), "bt_payload"),
             event_type=notification_kind(payload),
             payload_format=PayloadFormat.FORM,
         )

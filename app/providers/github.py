@@ -34,6 +34,8 @@ HANDED_ON = (
 
 class GitHubVerifier(Verifier):
     provider = "github"
+    # The id is the X-GitHub-Delivery header, which the signature (body only) does not cover.
+    id_signed = False
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
         value = header(headers, "x-hub-signature-256")
