@@ -4,12 +4,25 @@
 hold the hex HMAC-SHA1 of `bt_payload`, keyed with the SHA-1 digest of the private key
 (Braintree's SDK also accepts the payload with one more trailing newline). The key pair is
 WEBHOOK_PUBLIC_KEY_<NAME> and WEBHOOK_SECRET_<NAME> (several, comma-separated, pair up in
-order). `bt_payload` is base64 of an XML notification; its `<kind>` is the type, read with
-a pattern (no XML parser meets untrusted input). There is no notification id: the id is
-the SHA-256 of the payload. Handlers get the form fields and can parse them with
-Braintree's SDK.
+order). `bt_payload` is base64 of an XML notification, which must be one: a
+`<notification>` root (after an optional XML declaration) holding a `<kind>` and a
+`<timestamp>`, and nothing after the root. Those are checked with bounded patterns (no XML
+parser meets untrusted input); `<kind>` is the type. There is no notification id: the id
+is the SHA-256 of the signed payload (with its trailing newline, however it was sent).
+Handlers get the form fields and can parse them with Braintree's SDK; a form that repeats
+either field is a 400 (a handler would get both).
 
-Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`.
+Handshake: `GET ?bt_challenge=<hex>` is answered `<public key>|<hex HMAC-SHA1 of it>`, as
+Braintree's SDK does. That answer is made with the very key deliveries are checked with,
+over text the caller chose, so it must never be a delivery's signature. Two independent
+reasons make sure it is not:
+- The handshake signs only `[a-f0-9]{20,32}`, and a `bt_payload` made only of those
+  characters is refused before its signature is even checked.
+- A delivery must decode to a notification. Its first byte is XML whitespace or `<`, and
+  base64's first character is that byte's top six bits: `C` (tab, newline), `D` (carriage
+  return), `I` (space) or `P` (`<`), never a hex digit. And a notification (root, kind,
+  timestamp) is at least 67 bytes, 92 base64 characters, beyond any challenge's 32.
+So no challenge is a valid payload, whatever the attacker picks.
 """
 
 from __future__ import annotations
@@ -24,13 +37,25 @@ from urllib.parse import parse_qsl
 from app.errors import InvalidPayload, InvalidSignature
 from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, event_id_from
-from app.providers.fields import body_digest, parse_form
+from app.providers.fields import body_digest, single_fields
 from app.providers.request import Inbound, Reply
 from app.settings import ConfigError, SourceConfig
 
+# Never repeated: the verifier would check one and a handler might read the other.
+SIGNED_FIELDS = ("bt_signature", "bt_payload")
 PAYLOAD = re.compile(r"[A-Za-z0-9+=/\n]+")
-KIND = re.compile(rb"<kind>([A-Za-z0-9_]{1,100})</kind>")
+# What the handshake signs (Braintree's SDK: 20 to 32 hex digits), and, of any length,
+# what it could ever have signed: no payload may be such text.
 CHALLENGE = re.compile(r"[a-f0-9]{20,32}")
+CHALLENGE_TEXT = re.compile(r"[a-f0-9]+")
+# Every pattern is anchored or bounded, so none backtracks over a large payload.
+XML_SPACE = b" \t\r\n"
+ROOT = re.compile(
+    rb"[ \t\r\n]*(?:<\?xml[^<>]{0,200}\?>[ \t\r\n]*)?<notification(?:[ \t\r\n][^<>]{0,200})?>"
+)
+ROOT_END = b"</notification>"
+KIND = re.compile(rb"<kind>([A-Za-z0-9_]{1,100})</kind>")
+TIMESTAMP = re.compile(rb"<timestamp(?:[ \t\r\n][^<>]{0,100})?>[^<>]{1,64}</timestamp>")
 
 
 class BraintreeVerifier(Verifier):
@@ -52,11 +77,14 @@ class BraintreeVerifier(Verifier):
         }
 
     def check(self, request: Inbound) -> Delivery:
-        fields = dict(parse_form(request.body))
+        fields = single_fields(request.body, SIGNED_FIELDS)
         signature, payload = fields.get("bt_signature", ""), fields.get("bt_payload", "")
         if not signature or not payload or not PAYLOAD.fullmatch(payload):
             raise InvalidSignature("missing or malformed bt_signature or bt_payload")
-        matched = False
+        if CHALLENGE_TEXT.fullmatch(payload):
+            # What our handshake signs for anyone who asks: never a delivery (docstring).
+            raise InvalidSignature("bt_payload is a challenge, not a notification")
+        signed = ""  # the text the signature is over: the payload, or it plus a newline
         for pair in signature.split("&"):
             public, _, digest = pair.partition("|")
             key = self.pairs.get(public)
@@ -64,17 +92,15 @@ class BraintreeVerifier(Verifier):
                 continue
             for candidate in (payload, payload + "\n"):
                 expected = hmac.new(key, candidate.encode(), hashlib.sha1).hexdigest()
-                matched |= hmac.compare_digest(expected.encode(), digest.encode())
-        if not matched:
+                if hmac.compare_digest(expected.encode(), digest.encode()) and not signed:
+                    signed = candidate
+        if not signed:
             raise InvalidSignature("bt_signature does not match")
-        try:
-            xml = base64.b64decode(payload)
-        except (binascii.Error, ValueError):
-            raise InvalidPayload("bt_payload is not base64") from None
-        kind = KIND.search(xml)
         return Delivery(
-            event_id=event_id_from(body_digest(payload.encode()), "bt_payload"),
-            event_type=kind.group(1).decode() if kind else "",
+            # The digest of what was signed, not of the field as sent: with and without its
+            # trailing newline, one signed notification is one event, not two.
+            event_id=event_id_from(body_digest(signed.encode()), "bt_payload"),
+            event_type=notification_kind(payload),
             payload_format=PayloadFormat.FORM,
         )
 
@@ -85,3 +111,21 @@ class BraintreeVerifier(Verifier):
         public, key = next(iter(self.pairs.items()))
         digest = hmac.new(key, challenge.encode(), hashlib.sha1).hexdigest()
         return Reply.text(f"{public}|{digest}")
+
+
+def notification_kind(payload: str) -> str:
+    """The `<kind>` of the notification `payload` encodes; `InvalidPayload` unless it is
+    one: a `<notification>` root, with a kind and a timestamp, and nothing after it."""
+    try:
+        xml = base64.b64decode(payload)
+    except (binascii.Error, ValueError):
+        raise InvalidPayload("bt_payload is not base64") from None
+    kind = KIND.search(xml)
+    if (
+        not ROOT.match(xml)
+        or not xml.rstrip(XML_SPACE).endswith(ROOT_END)
+        or kind is None
+        or not TIMESTAMP.search(xml)
+    ):
+        raise InvalidPayload("bt_payload is not a Braintree notification")
+    return kind.group(1).decode()

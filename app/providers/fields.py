@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl
 
@@ -25,6 +25,17 @@ def parse_form(body: bytes) -> list[tuple[str, str]]:
         return parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text))
     except (UnicodeDecodeError, ValueError):
         raise InvalidPayload("body is not a valid form") from None
+
+
+def single_fields(body: bytes, names: Collection[str]) -> dict[str, str]:
+    """The form's fields, refusing a body that repeats any of `names`. Where the signature,
+    or what it signs, is a form field, the verifier would read one of the values and the
+    handler, which gets a repeated field as a list, all of them."""
+    pairs = parse_form(body)
+    named = [name for name, _ in pairs if name in names]
+    if len(named) != len(set(named)):
+        raise InvalidPayload("the form repeats a signed field")
+    return dict(pairs)
 
 
 def json_path(payload: object, path: str) -> object:

@@ -34,7 +34,7 @@ HANDED_ON = (
 
 class GitHubVerifier(Verifier):
     provider = "github"
-    # X-GitHub-Delivery is not signed: the body is claimed too.
+    # The id is the X-GitHub-Delivery header, which the signature (body only) does not cover.
     id_signed = False
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:

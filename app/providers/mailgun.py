@@ -8,8 +8,10 @@ else: the event data is not covered, which is Mailgun's design (the token is sin
 and the dedupe window keeps the id it arrived with).
 
 The body has to be parsed to find the signature; it is parsed strictly, and only the
-three signed strings are read before the check. The id is `event-data.id` (legacy: the
-token), the type `event-data.event` (legacy: `event`).
+three signed strings are read before the check. A JSON body that repeats a key, or a form
+that repeats a signed field, is a 400: the check would read one value, a handler another.
+The id is `event-data.id` (legacy: the token), the type `event-data.event` (legacy:
+`event`).
 """
 
 from __future__ import annotations
@@ -29,18 +31,27 @@ from app.providers.base import (
     parse_hex,
     parse_timestamp,
 )
-from app.providers.fields import json_path, parse_form
+from app.providers.fields import json_path, single_fields
 from app.providers.json_body import parse_json_value
 
 MAX_TOKEN = 256
+SIGNED_FIELDS = ("timestamp", "token", "signature")
 
 
 class MailgunVerifier(Verifier):
     provider = "mailgun"
+    # The id is the body's event-data.id, which Mailgun leaves unsigned (the legacy form's
+    # id, the token, is signed, but one verifier takes both).
+    id_signed = False
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
         is_form = headers.get("content-type", "").startswith("application/x-www-form-urlencoded")
-        payload: Any = dict(parse_form(body)) if is_form else parse_json_value(body)
+        # No signed key may come twice: the check would read one value, a handler another.
+        payload: Any = (
+            single_fields(body, SIGNED_FIELDS)
+            if is_form
+            else parse_json_value(body, unique_keys=True)
+        )
         signed = payload if is_form else json_path(payload, "signature")
         if not isinstance(signed, dict):
             raise InvalidSignature("no signature object in the body")

@@ -2,8 +2,10 @@
 in `WEBHOOK_RECIPE_<NAME>`, given a name (a test keeps each equal to its JSON form).
 
 Where a provider documents no event id, the id is the SHA-256 of the body (`digest`): a
-retry of the same bytes is then a duplicate. Sources for each scheme are in the README's
-provider table and in the tests that sign with the provider's SDK or documented vector.
+retry of the same bytes is then a duplicate. An id read from a header the signature does
+not cover makes the verifier's `id_signed` False (`recipe.id_covered`); those are marked.
+Sources for each scheme are in the README's provider table and in the tests that sign
+with the provider's SDK or documented vector.
 """
 
 from __future__ import annotations
@@ -52,12 +54,14 @@ PRESETS: dict[str, Recipe] = {
         },
         "razorpay": {
             "signature_header": "X-Razorpay-Signature",
+            # Unsigned: X-Razorpay-Event-Id is a header, and only the body is signed.
             "id": ["header:X-Razorpay-Event-Id", "digest"],
             "type": "json:event",
             "headers": ["x-razorpay-event-id"],
         },
         "sentry": {
             "signature_header": "Sentry-Hook-Signature",
+            # Unsigned: Request-ID is a header, and only the body is signed.
             "id": ["header:Request-ID", "digest"],
             "type": "header:Sentry-Hook-Resource",
             "headers": ["sentry-hook-resource", "sentry-hook-timestamp", "request-id"],
@@ -76,6 +80,7 @@ PRESETS: dict[str, Recipe] = {
             "signed": "{timestamp}{body}",
             "timestamp": "header:X-Zendesk-Webhook-Signature-Timestamp",
             "timestamp_unit": "iso8601",
+            # Unsigned when the body has no id: the invocation id header is not signed.
             "id": ["json:id", "header:X-Zendesk-Webhook-Invocation-Id", "digest"],
             "type": "json:type",
             "headers": ["x-zendesk-webhook-id", "x-zendesk-webhook-invocation-id"],
@@ -95,6 +100,7 @@ PRESETS: dict[str, Recipe] = {
             "timestamp": "json:webhookTimestamp",
             "timestamp_unit": "ms",
             "tolerance": 60,
+            # Unsigned: Linear-Delivery is a header, and only the body is signed.
             "id": ["header:Linear-Delivery", "digest"],
             "type": ["header:Linear-Event", "json:type"],
             "headers": ["linear-delivery", "linear-event"],

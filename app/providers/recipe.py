@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
@@ -64,6 +64,23 @@ def decode_secret(text: str, encoding: SecretEncoding) -> bytes | None:
         return None
 
 
+# Where an event id is as signed as the body: in it, its digest, or a constant.
+BODY_ORIGINS = (Origin.JSON, Origin.DIGEST, Origin.CONST)
+
+
+def id_covered(recipe: Recipe, parts: Sequence[tuple[bytes, str | None]]) -> bool:
+    """Whether the signature covers every place the event id may come from.
+
+    With `{id}` in the signed string it does: the first id locator is signed and must be
+    present, so the later ones are never reached. Without it, only ids read from the body
+    (which is always signed) are; a header or a pair of the signature header is not, even
+    as a fallback, since a sender can add it to a captured request that lacked it.
+    """
+    if any(name == "id" for _, name in parts):
+        return True
+    return all(locator.origin in BODY_ORIGINS for locator in recipe.id)
+
+
 class RecipeVerifier(Verifier):
     provider = "recipe"
     # Presets set their recipe here; a `recipe` source reads WEBHOOK_RECIPE_<NAME>.
@@ -76,6 +93,7 @@ class RecipeVerifier(Verifier):
         self.signature_header = recipe.signature_header.lower()
         self.parts = template_parts(recipe.signed)
         self.signs_url = any(name == "url" for _, name in self.parts)
+        self.id_signed = id_covered(recipe, self.parts)
         self.tolerance = source.window(recipe.tolerance)
         self.digest_size = DIGESTS[recipe.algorithm]().digest_size
         keys = [decode_secret(s.get_secret_value(), recipe.secret_encoding) for s in source.secrets]

@@ -35,7 +35,7 @@ HANDED_ON = (
 
 class ShopifyVerifier(Verifier):
     provider = "shopify"
-    # X-Shopify-Event-Id is not signed: the body is claimed too.
+    # The id is the X-Shopify-Event-Id (or -Webhook-Id) header; only the body is signed.
     id_signed = False
 
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:

@@ -10,7 +10,9 @@ origin of WEBHOOK_FETCH_ALLOW (by default `https://sns.<region>.amazonaws.com`);
 certificates are cached. `TopicArn` must match WEBHOOK_TOPICS_<NAME> (comma-separated,
 `*` wildcards), so only your topics can post; `Timestamp` must be within the tolerance
 (default 1 hour, which covers SNS's default retries). Both are checked before the
-certificate is fetched, so a request that would be refused anyway fetches nothing.
+certificate is fetched, so a request that would be refused anyway fetches nothing. A
+body that repeats a key is a 400: the signature would cover one value, a handler read
+another.
 
 A verified `SubscriptionConfirmation` is confirmed by fetching its `SubscribeURL` (an
 allowed origin too) and enqueues nothing. Notifications are enqueued under `MessageId`,
@@ -100,7 +102,9 @@ class SnsVerifier(Verifier):
             )
 
     async def check_async(self, request: Inbound) -> Delivery:
-        message = parse_json_value(request.body)
+        # A repeated key is refused: the signature would be checked over one value (Python
+        # keeps the last) while a handler's parser may keep the first.
+        message = parse_json_value(request.body, unique_keys=True)
         # Read before the signature is checked: every value is the sender's choice of
         # JSON type, so each is checked to be a string before it is looked up or used.
         kind = message.get("Type") if isinstance(message, dict) else None

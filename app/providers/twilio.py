@@ -62,6 +62,9 @@ def signed_params(pairs: list[tuple[str, str]]) -> str:
 class TwilioVerifier(Verifier):
     provider = "twilio"
     signs_url = True
+    # The id is the I-Twilio-Idempotency-Token header, unsigned; without it, the SHA-256 of
+    # the raw form, whose fields can be reordered or re-encoded under the same signature.
+    id_signed = False
 
     def check(self, request: Inbound) -> Delivery:
         given = b64decode(request.headers.get("x-twilio-signature", "").strip())

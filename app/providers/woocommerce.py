@@ -23,6 +23,7 @@ RECIPE = Recipe.model_validate(
     {
         "signature_header": "X-WC-Webhook-Signature",
         "encoding": "base64",
+        # Unsigned (id_signed False): the delivery id is a header, and only the body is signed.
         "id": ["header:X-WC-Webhook-Delivery-ID", "digest"],
         "type": "header:X-WC-Webhook-Topic",
         "headers": [

@@ -154,7 +154,7 @@ def sign_square(key: Key, event_id: str, ts: int) -> Request:
 
 
 def sign_gitlab(key: Key, event_id: str, ts: int) -> Request:
-    body = dumps({"object_kind": "push", "ref": "refs/heads/main"})
+    body = dumps({"object_kind": "push", "ref": "refs/heads/main", "checkout_sha": event_id})
     headers = {"X-Gitlab-Token": key.secret, "X-Gitlab-Event": "Push Hook"}
     return Request(body, {**headers, "Idempotency-Key": event_id}, event_id)
 
@@ -167,7 +167,14 @@ def sign_meta(key: Key, event_id: str, ts: int) -> Request:
 
 
 def sign_linear(key: Key, event_id: str, ts: int) -> Request:
-    body = dumps({"action": "create", "type": "Issue", "webhookTimestamp": ts * 1000})
+    body = dumps(
+        {
+            "action": "create",
+            "type": "Issue",
+            "data": {"id": event_id},
+            "webhookTimestamp": ts * 1000,
+        }
+    )
     headers = {
         "Linear-Signature": hex_hmac(key.secret, body),
         "Linear-Delivery": event_id,
@@ -236,7 +243,14 @@ def sign_lemonsqueezy(key: Key, event_id: str, ts: int) -> Request:
 
 
 def sign_razorpay(key: Key, event_id: str, ts: int) -> Request:
-    body = dumps({"entity": "event", "event": "payment.captured", "created_at": ts})
+    body = dumps(
+        {
+            "entity": "event",
+            "event": "payment.captured",
+            "payload": {"payment": {"entity": {"id": event_id}}},
+            "created_at": ts,
+        }
+    )
     signature = hex_hmac(key.secret, body)
     client = razorpay.Client(auth=("rzp_test", "unused"))
     assert client.utility.verify_webhook_signature(body.decode(), signature, key.secret)
@@ -254,7 +268,7 @@ def sign_mailgun(key: Key, event_id: str, ts: int) -> Request:
 
 
 def sign_sentry(key: Key, event_id: str, ts: int) -> Request:
-    body = dumps({"action": "created", "data": {"issue": {"id": "1", "title": "café"}}})
+    body = dumps({"action": "created", "data": {"issue": {"id": event_id, "title": "café"}}})
     headers = {
         "Sentry-Hook-Signature": hex_hmac(key.secret, body),
         "Sentry-Hook-Resource": "issue",
@@ -271,7 +285,7 @@ def sign_pagerduty(key: Key, event_id: str, ts: int) -> Request:
 
 
 def sign_woocommerce(key: Key, event_id: str, ts: int) -> Request:
-    body = dumps({"id": 727, "status": "processing", "total": "29.35"})
+    body = dumps({"id": 727, "status": "processing", "total": "29.35", "order_key": event_id})
     headers = {
         "X-WC-Webhook-Signature": b64_hmac(key.secret, body),
         "X-WC-Webhook-Delivery-ID": event_id,
