@@ -86,8 +86,10 @@ class Receiver:
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
             return Outcome(body={}, reply=delivery.reply)
-        # The signature does not cover the id: the signed bytes are claimed too.
-        digest = None if verifier.id_signed else hashlib.sha256(raw).hexdigest()
+        # The signature does not cover the id: what it covers is claimed too.
+        digest = None
+        if not verifier.id_signed:
+            digest = hashlib.sha256(raw if delivery.signed is None else delivery.signed).hexdigest()
         if delivery.batch:
             return await self._accept_batch(verifier.source, delivery, raw, received_at, started)
         return await self._accept(verifier.source, delivery, raw, received_at, started, digest)

@@ -46,6 +46,11 @@ class Delivery:
     # inside another batch is still a duplicate.
     batch: tuple[Delivery, ...] = ()
     raw: bytes | None = None
+    # Where `id_signed` is False: what the signature covers, when that is not the body's
+    # bytes (Twilio's sorted form fields, Mailgun's timestamp and token). The receiver
+    # claims its digest, else the body's, so a re-sent request under a fresh id is a
+    # duplicate however its unsigned parts were rewritten.
+    signed: bytes | None = None
 
 
 class Verifier:

@@ -71,12 +71,14 @@ class MailgunVerifier(Verifier):
                 event_type=event_type_from(payload.get("event")),
                 payload_format=PayloadFormat.FORM,
             )
+        # Only the timestamp and the token are signed: they are what a replay repeats.
         data = json_path(payload, "event-data")
         if not isinstance(data, dict):
             raise InvalidPayload("no event-data object")
         return Delivery(
             event_id=event_id_from(data.get("id"), "body 'event-data.id'"),
             event_type=event_type_from(data.get("event")),
+            signed=(stamp + token).encode(),
         )
 
 

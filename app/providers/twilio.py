@@ -96,6 +96,8 @@ class TwilioVerifier(Verifier):
             headers=pick_headers(request.headers, HANDED_ON),
             payload_format=PayloadFormat.JSON if is_json else PayloadFormat.FORM,
             ack=None if is_json else TWIML,
+            # The fields as signed (sorted), not as sent: a reordered form is the same event.
+            signed=None if is_json else tail,
         )
 
     @staticmethod

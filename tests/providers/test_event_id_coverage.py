@@ -183,15 +183,13 @@ def source_name(sample: Sample) -> str:
     return str(sample.config["webhook_sources"]).split(":")[0]
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=[sample.name for sample in SAMPLES])
-def test_a_verifier_that_accepts_a_captured_request_under_another_id_says_its_id_is_unsigned(
-    sample: Sample,
-    make_settings: Callable[..., Settings],
-    make_client: ClientFactory,
-    redis: Redis,
-) -> None:
-    settings = make_settings(**sample.config)
-    client = make_client(settings)
+def moved_ids(
+    sample: Sample, make_settings: Callable[..., Settings], make_client: ClientFactory, redis: Redis
+) -> list[str]:
+    """The changes under which the verifier accepts the captured request with another id.
+    Read in log-only mode, which queues what would be a duplicate: so the receiver's own
+    dedupe by the signed bytes cannot hide what the verifier would accept."""
+    client = make_client(make_settings(**sample.config, webhook_dedupe_mode="log-only"))
     original = new_event_id(client, redis, sample, sample.request)
     assert original is not None, "the sample itself must be accepted"
     moved = []
@@ -199,11 +197,50 @@ def test_a_verifier_that_accepts_a_captured_request_under_another_id_says_its_id
         event_id = new_event_id(client, redis, sample, request)
         if event_id is not None and event_id != original:
             moved.append(label)
+    redis.flushdb()
+    return moved
+
+
+def declares_its_id_signed(sample: Sample) -> bool:
+    settings = Settings.load(_env_file=None, **sample.config)
     source = settings.sources[source_name(sample)]
-    verifier = verifier_for(source, KeyFetcher.from_settings(settings))
-    assert not moved or verifier.id_signed is False, (
+    return verifier_for(source, KeyFetcher.from_settings(settings)).id_signed
+
+
+UNSIGNED = [sample for sample in SAMPLES if not declares_its_id_signed(sample)]
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[sample.name for sample in SAMPLES])
+def test_a_verifier_that_accepts_a_captured_request_under_another_id_says_its_id_is_unsigned(
+    sample: Sample,
+    make_settings: Callable[..., Settings],
+    make_client: ClientFactory,
+    redis: Redis,
+) -> None:
+    moved = moved_ids(sample, make_settings, make_client, redis)
+    assert not moved or not declares_its_id_signed(sample), (
         f"{sample.name}: accepted under a new event id when {moved}, but id_signed is True"
     )
+
+
+@pytest.mark.parametrize("sample", UNSIGNED, ids=[sample.name for sample in UNSIGNED])
+def test_a_captured_request_resent_under_another_unsigned_id_queues_nothing(
+    sample: Sample,
+    make_settings: Callable[..., Settings],
+    make_client: ClientFactory,
+    redis: Redis,
+) -> None:
+    # The attacker's side: every change the verifier lets through under a new id is a
+    # replay of the captured event, and the receiver's dedupe by what is signed stops it.
+    moved = set(moved_ids(sample, make_settings, make_client, redis))
+    client = make_client(make_settings(**sample.config))
+    assert new_event_id(client, redis, sample, sample.request) is not None
+    replayed = [
+        label
+        for label, request in changes(sample.request)
+        if label in moved and new_event_id(client, redis, sample, request) is not None
+    ]
+    assert not replayed, f"{sample.name}: queued again when {replayed}"
 
 
 def test_a_braintree_notification_without_its_trailing_newline_is_a_duplicate(
@@ -222,3 +259,21 @@ def test_a_braintree_notification_without_its_trailing_newline_is_a_duplicate(
     assert first.json() == {"status": "accepted", "id": signed.event_id}
     assert again.json() == {"status": "duplicate", "id": signed.event_id}
     assert len(Queue("webhooks", connection=redis).get_jobs()) == 1
+
+
+def test_a_twilio_form_reordered_under_a_fresh_idempotency_token_is_a_duplicate(
+    make_client: ClientFactory, redis: Redis
+) -> None:
+    # Two changes at once: Twilio signs its fields sorted, so their order in the body is
+    # the attacker's, and so is the token header that gives the id.
+    key = s.plain_key("k1")
+    client = make_client(**cases.BY_NAME["twilio"].config(key))
+    signed = s.sign_twilio(key, "tok-1", int(time.time()))
+    fields = parse_qsl(signed.body.decode())
+    reordered = urlencode(list(reversed(fields))).encode()
+    headers = {**signed.headers, "I-Twilio-Idempotency-Token": "tok-forged"}
+    url = f"/webhooks/twilio?{signed.query}"
+    assert client.post(url, content=signed.body, headers=signed.headers).status_code == 200
+    # Twilio is answered TwiML either way: the queue tells accepted from duplicate.
+    assert client.post(url, content=reordered, headers=headers).status_code == 200
+    assert list(job_ids(redis).values()) == ["tok-1"]
