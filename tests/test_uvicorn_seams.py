@@ -17,6 +17,7 @@ from uvicorn.server import ServerState
 from app.http_guard import GuardedHttpToolsProtocol
 from app.process_settings import KEY
 from app.settings import Settings
+from tests.conftest import SECRET
 from tests.processes import procfile
 
 REQUEST = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
@@ -65,7 +66,7 @@ Scenario = Callable[[GuardedHttpToolsProtocol, Transport, ServerState], Awaitabl
 
 
 @pytest.fixture
-def run(make_settings: Callable[..., Settings]) -> Callable[[Scenario], None]:
+def run() -> Callable[[Scenario], None]:
     """Runs a scenario against one guarded connection, on uvicorn's own config loading."""
 
     def go(scenario: Scenario) -> None:
@@ -76,7 +77,7 @@ def run(make_settings: Callable[..., Settings]) -> Callable[[Scenario], None]:
             protocol = config.http_protocol_class(  # type: ignore[call-arg]
                 config=config,
                 server_state=server_state,
-                app_state={KEY: make_settings()},
+                app_state={KEY: Settings.load(_env_file=None, webhook_signing_secret=SECRET)},
                 _loop=asyncio.get_running_loop(),
             )
             assert isinstance(protocol, GuardedHttpToolsProtocol)
