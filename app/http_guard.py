@@ -137,8 +137,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.reading_head = True
         self.head_from = self.received
         self._stop_deadline()
-        if self.cycle is not None and self.cycle.response_complete:
-            self._now_idle()  # answered before its body ended
+        self._now_idle()  # if it was answered before its body ended
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -184,10 +183,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         return True
 
     def _now_idle(self) -> None:
-        """Idle, if the request has ended and nothing of a next one has come."""
+        """Idle, if the last request has ended and been answered (`cycle` is the last one
+        read: a pipelined request waiting its turn is not answered), and nothing of a next
+        one has come."""
         if (
             self.reading_head
             and self.received == self.head_from
+            and self.cycle is not None
+            and self.cycle.response_complete
             and not self.transport.is_closing()
         ):
             self.is_idle = True
