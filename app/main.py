@@ -22,8 +22,9 @@ from starlette.exceptions import HTTPException
 from app.connection import RECEIVER, async_client
 from app.durability import check_persistence, check_replication
 from app.errors import WebhookError
-from app.ingress import Ingress, rejected
+from app.ingress import JSON, Ingress, rejected, respond
 from app.logs import configure_logging, logger
+from app.process_settings import shared_settings
 from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
@@ -92,29 +93,72 @@ def create_app(settings: Settings | None = None) -> Ingress:
 Scope = dict[str, Any]
 Receive = Any
 Send = Any
+NOT_READY = b'{"detail":"receiver not ready; retry later"}'
 
 
 class Application:
     """`app.main:app`: reads the settings when uvicorn starts it (its lifespan), then serves
-    the app built from them. A `ConfigError` fails the startup with its one-line message."""
+    the app built from them. A `ConfigError` fails the startup with its one-line message.
+
+    Under `uvicorn --lifespan off` no startup ever comes: the first request starts the app
+    (settings, Redis, the startup checks), and those that arrive meanwhile wait for that one
+    start. A start that fails is logged once; every request is then answered 503, as one
+    before its lifespan (`app/ingress.py`), never 500."""
 
     def __init__(self) -> None:
         self.app: Ingress | None = None
+        self._alone: asyncio.Task[Ingress | None] | None = None
+        self._lifespan: asyncio.Task[None] | None = None  # a reference, or it may be collected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.app is None:
             if scope["type"] == "lifespan":
                 first = await receive()
                 try:
-                    self.app = create_app(Settings.load())
+                    self.app = create_app(shared_settings(scope.setdefault("state", {})))
                 except ConfigError as exc:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 receive = _replay(first, receive)
                 send = _one_line_failure(send)
-            else:  # uvicorn --lifespan off: build on the first request
-                self.app = create_app(Settings.load())
+            else:  # uvicorn --lifespan off
+                if self._alone is None:
+                    self._alone = asyncio.ensure_future(self._start_alone(scope.get("state", {})))
+                app = await asyncio.shield(self._alone)
+                if app is None:
+                    await respond(send, 503, JSON, NOT_READY)
+                    return
+                self.app = app
         await self.app(scope, receive, send)
+
+    async def _start_alone(self, state: dict[str, Any]) -> Ingress | None:
+        """Build the app and run its lifespan's startup, as uvicorn does when the lifespan is
+        on. Its shutdown never comes: without a lifespan the process ends without one."""
+        configure_logging()
+        try:
+            app = create_app(shared_settings(state))
+        except ConfigError as exc:
+            logger.error(str(exc))
+            return None
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        inbox.put_nowait({"type": "lifespan.startup"})
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+        async def sent(message: dict[str, Any]) -> None:
+            if not answer.done():
+                answer.set_result(message)
+
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+        self._lifespan = asyncio.create_task(app(scope, inbox.get, _one_line_failure(sent)))
+        # A failed startup raises after saying so: its exception is the message, said below.
+        self._lifespan.add_done_callback(lambda task: task.cancelled() or task.exception())
+        either: list[asyncio.Future[Any]] = [answer, self._lifespan]
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        message = answer.result() if answer.done() else {}
+        if message.get("type") != "lifespan.startup.complete":
+            logger.error(str(message.get("message") or "the receiver's startup failed"))
+            return None
+        return app
 
 
 def _one_line_failure(send: Send) -> Send:

@@ -37,6 +37,11 @@ REJECTED = Counter(
     "Refused deliveries, by source and reason (invalid_signature, ...).",
     ["source", "reason"],
 )
+CONNECTIONS_CUT = Counter(
+    "webhooks_connections_cut_total",
+    "Connections the HTTP guard refused or closed, by reason (header_timeout, ...).",
+    ["reason"],
+)
 ACK_SECONDS = Histogram(
     "webhooks_ack_seconds",
     "Time from request to acknowledgement of verified deliveries.",

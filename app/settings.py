@@ -68,6 +68,21 @@ class Settings(BaseSettings):
     webhook_dedupe_ttl: int = Field(86_400, ge=1)
     replay_tolerance: int = Field(300, ge=1)
     webhook_max_body_bytes: int = Field(1_048_576, ge=1)
+    # What one connection may cost before its request reaches the app (app/http_guard.py).
+    # The head (request line and headers): a larger one is refused with 431 as it arrives
+    # (16 KiB is h11's and Node's limit; 100 headers Apache's).
+    webhook_max_header_bytes: int = Field(16_384, ge=1024, le=1_048_576)
+    webhook_max_headers: int = Field(100, ge=10, le=10_000)
+    # Seconds from a connection's opening (or a next request's first byte) to its head's
+    # end. Providers send a head in one packet; a slower one is a slowloris.
+    webhook_header_timeout: float = Field(5.0, gt=0, le=300)
+    # Every this many seconds, a body that has not ended must have brought at least
+    # WEBHOOK_BODY_MIN_RATE bytes a second since the last check, or the connection is cut:
+    # a steady upload is never cut, a trickle holds a connection for seconds, not forever.
+    webhook_body_timeout: float = Field(5.0, gt=0, le=300)
+    webhook_body_min_rate: int = Field(16_384, ge=1)
+    # Connections per process, each a file descriptor: keep it well under `ulimit -n`.
+    webhook_max_connections: int = Field(500, ge=1, le=1_000_000)
     webhook_queue: str = Field("webhooks", pattern=r"^[A-Za-z0-9_.:-]+$")
     webhook_key_prefix: str = Field("webhook", pattern=r"^[A-Za-z0-9_.:-]+$")
     webhook_handlers: Annotated[list[str], NoDecode] = Field(default_factory=list)
