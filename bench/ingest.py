@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import tempfile
@@ -37,6 +38,18 @@ def signed_bodies(path: Path, count: int, tag: str) -> None:
             out.write(f"{signature} {body}\n")
 
 
+def protocol_flags() -> list[str]:
+    """The Procfile's `--http` and `--ws` (the connection guard): both apps are served by
+    the protocol the `web:` process runs."""
+    line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
+    words = shlex.split(line)
+    flags = []
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag in ("--http", "--ws"):
+            flags += [flag, value]
+    return flags
+
+
 def serve(app: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
     process = subprocess.Popen(
         [
@@ -49,6 +62,7 @@ def serve(app: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
             "--no-access-log",
             "--log-level",
             "warning",
+            *protocol_flags(),
         ],
         cwd=ROOT,
         env={**os.environ, **env},
