@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import os
 import shlex
@@ -44,7 +45,7 @@ def protocol_flags() -> list[str]:
     line = next(x for x in (ROOT / "Procfile").read_text().splitlines() if x.startswith("web:"))
     words = shlex.split(line)
     flags = []
-    for flag, value in zip(words, words[1:], strict=False):
+    for flag, value in itertools.pairwise(words):
         if flag in ("--http", "--ws"):
             flags += [flag, value]
     return flags
