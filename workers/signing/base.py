@@ -1,0 +1,86 @@
+"""What a signer is given and what it returns: a test event in, the request a provider
+would send out, byte for byte.
+
+A signer is the mirror of its provider's verifier (`app/providers/`): it builds the
+provider's envelope around the event (a realistic minimal body, the provider's delivery
+headers), signs it with the source's secret as the provider does, and says which event
+id the receiver will answer with. `webhooks send` and the pytest plugin use the same
+signers, and a test holds each to its verifier and, where one exists, to the provider's
+SDK.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.settings import SourceConfig
+
+
+class SigningError(Exception):
+    """The event cannot be signed for this source (no key to sign with, data of the wrong
+    shape for the provider's envelope); the message says what to give instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventToSign:
+    """The event to send. `data` replaces the sample's event object (Stripe's
+    `data.object`, the whole body for `hmac`); None keeps the provider's sample."""
+
+    event_id: str
+    event_type: str
+    url: str  # the URL it is posted to: the URL-signing schemes sign it
+    data: Any = None
+    timestamp: int = field(default_factory=lambda: int(time.time()))
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """What a signer signs with: the source's secret (the first of a rotation list) or
+    `--secret`, as `WEBHOOK_SECRET_<NAME>` holds it (each signer decodes it as its
+    verifier does); for the asymmetric schemes, the private key (PEM) the dev stack made.
+    Other per-source values (Braintree's public key...) are in `source.variables`."""
+
+    secret: str = ""
+    private_key: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class SignedRequest:
+    """The request as the provider sends it: POST to `url` (query included)."""
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    # The id the receiver answers with (`{"status": ..., "id": ...}`), or would log.
+    event_id: str
+    method: str = "POST"
+
+
+class Signer(Protocol):
+    def __call__(self, source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest: ...
+
+
+def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
+    return hmac.new(key, message, getattr(hashlib, algorithm)).digest()
+
+
+def hex_hmac(key: bytes, message: bytes, algorithm: str = "sha256") -> str:
+    return hmac_digest(key, message, algorithm).hex()
+
+
+def b64_hmac(key: bytes, message: bytes, algorithm: str = "sha256") -> str:
+    return base64.b64encode(hmac_digest(key, message, algorithm)).decode()
+
+
+def require_secret(keys: Keys, source: SourceConfig) -> bytes:
+    if not keys.secret:
+        raise SigningError(
+            f"source {source.name!r} has no secret to sign with: set "
+            f"{source.variable_name('WEBHOOK_SECRET_')} or pass --secret"
+        )
+    return keys.secret.encode()
