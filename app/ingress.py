@@ -38,6 +38,9 @@ def reply_bytes(outcome: Outcome) -> tuple[int, bytes, bytes, list[tuple[bytes, 
     if outcome.reply is not None:
         reply = outcome.reply
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+        status = outcome.body.get("status")
+        if status:  # a provider's own acknowledgement says nothing of ours: the header does
+            headers.append((b"x-webhook-status", status.encode()))
         return reply.status, reply.media_type.encode("latin-1"), reply.body, headers
     # As Starlette's JSONResponse renders it.
     body = json.dumps(outcome.body, ensure_ascii=False, separators=(",", ":")).encode()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import click
 from dotenv import dotenv_values
 
+from workers.dev.devsecrets import configured_sources, source_secret_makers
 from workers.dev.stackfile import DEV_ENV, VAR, configured
 
 # Seconds between attempts under `make run`: with the default 5 retries a failing event is a
@@ -20,11 +21,14 @@ DEFAULT_MAX_RETRIES = 5
 
 
 def dev_credentials() -> dict[str, str]:
-    """Secrets for a local run, made once and kept in var/dev.env (never printed)."""
+    """Secrets for a local run, made once and kept in var/dev.env (never printed): the
+    default source's, the dashboard's login, and every configured source's that has none."""
     wanted: dict[str, Callable[[], str]] = {
         "WEBHOOK_SIGNING_SECRET": lambda: secrets.token_hex(24),
         "RQ_DASHBOARD_USERNAME": lambda: "admin",
         "RQ_DASHBOARD_PASSWORD": lambda: secrets.token_urlsafe(18),
+        # Every other configured source's secret, so `webhooks send` works for each.
+        **source_secret_makers(configured_sources()),
     }
     stored = {k: v for k, v in dotenv_values(DEV_ENV).items() if v} if DEV_ENV.is_file() else {}
     made = {}

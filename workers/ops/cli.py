@@ -3,7 +3,8 @@
 Each process's code lives in its own package (`workers/runtime`, `workers/ops`,
 `workers/dev`) and is imported only by the subcommand that runs it. The operator
 subcommands live in small modules: `dead_cli` (dead letters), `events_cli` (the ledger),
-`replay_cli` (replay of missed events).
+`replay_cli` (replay of missed events), `send_cli` (a signed test event), `sources_cli`
+(what is configured).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from workers.ops.common import CommandError, load_settings
 from workers.ops.dead_cli import dead
 from workers.ops.events_cli import events
 from workers.ops.replay_cli import replay
+from workers.ops.send_cli import send
+from workers.ops.sources_cli import sources
 
 
 @click.group()
@@ -73,3 +76,5 @@ def dev() -> None:
 main.add_command(dead)
 main.add_command(events)
 main.add_command(replay)
+main.add_command(send)
+main.add_command(sources)

@@ -1,0 +1,43 @@
+"""The event type `webhooks send SOURCE` sends when no TYPE is given: one each provider
+really sends, and the one its sample body is written for."""
+
+from __future__ import annotations
+
+DEFAULT_TYPE: dict[str, str] = {
+    "hmac": "order.created",
+    "stripe": "payment_intent.succeeded",
+    "github": "push",
+    "shopify": "orders/create",
+    "slack": "app_mention",
+    "paddle": "subscription.updated",
+    "standard": "invoice.paid",
+    "recipe": "test.event",
+    "twilio": "delivered",
+    "square": "payment.updated",
+    "gitlab": "Push Hook",
+    "meta": "whatsapp_business_account",
+    "linear": "Issue",
+    "zoom": "meeting.started",
+    "twitch": "channel.follow",
+    "calendly": "invitee.created",
+    "typeform": "form_response",
+    "hubspot": "contact.creation",
+    "intercom": "conversation.user.created",
+    "lemonsqueezy": "order_created",
+    "razorpay": "payment.captured",
+    "mailgun": "delivered",
+    "sentry": "issue",
+    "pagerduty": "incident.triggered",
+    "woocommerce": "order.created",
+    "zendesk": "zen:event-type:ticket.created",
+    "dropbox": "notification",
+    "xero": "events",
+    "adyen": "AUTHORISATION",
+    "braintree": "subscription_went_past_due",
+    "resend": "email.delivered",
+    "clerk": "user.created",
+    "discord": "application_command",
+    "sendgrid": "delivered",
+    "sns": "Notification",
+    "plaid": "TRANSACTIONS.SYNC_UPDATES_AVAILABLE",
+}
