@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import subprocess
@@ -21,10 +22,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from dotenv import dotenv_values
 
 from app.keys import job_id_for
-from tests.conftest import ROOT, event_body, sign
+from tests.conftest import ROOT
 from tests.processes import wait_until
 from workers.dev.devenv import DEV_RETRY_INTERVALS, dev_settings, retries_line
 from workers.dev.stackfile import StackFile
@@ -173,32 +173,32 @@ def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
     wait_until(lambda: _answers(stack.dashboard + "/"), 60, "the dashboard")
     assert "a failing event is a dead letter at once" in terminal.output
 
-    # The printed curl line's request, signed with the secret make run made.
-    secret = dotenv_values(root / "var" / "dev.env")["WEBHOOK_SIGNING_SECRET"] or ""
-    body = event_body("evt_demo", "demo.flaky")
-    sent = httpx.post(
-        f"{stack.receiver}/webhooks/inbound",
-        content=body,
-        headers={"X-Signature-256": sign(body, secret)},
-    )
-    assert sent.json() == {"status": "accepted", "id": "evt_demo"}
-
-    # `webhooks dead list` in that checkout, with nothing configured, finds the stack.
+    assert "send:      .venv/bin/webhooks send inbound" in terminal.output
+    # `webhooks` in that checkout, with nothing configured, finds the stack.
     clean_env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
     }
 
-    def dead_list() -> subprocess.CompletedProcess[str]:
+    def webhooks(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [str(ROOT / ".venv" / "bin" / "webhooks"), "dead", "list"],
+            [str(ROOT / ".venv" / "bin" / "webhooks"), *args],
             cwd=root,
             env=clean_env,
             capture_output=True,
             text=True,
             check=False,
         )
+
+    # The printed send line, signed with the secret make run made.
+    sent = webhooks("send", "inbound", "demo.flaky", "--id", "evt_demo", "--json")
+    assert json.loads(sent.stdout) == {"status": "accepted", "id": "evt_demo", "http_status": 200}
+    again = webhooks("send", "inbound", "demo.flaky", "--id", "evt_demo")
+    assert again.returncode == 0 and again.stdout.startswith("duplicate evt_demo → "), again
+
+    def dead_list() -> subprocess.CompletedProcess[str]:
+        return webhooks("dead", "list")
 
     job_id = job_id_for("inbound", "evt_demo")
     wait_until(lambda: job_id in dead_list().stdout, 30, "the dead letter")

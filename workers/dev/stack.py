@@ -140,17 +140,18 @@ def _banner(
     lines = []
     if redis is not None:
         lines.append(f"redis:     {redis.url} (append-only, data in {VAR / 'redis'})")
+    names = list(settings.sources)
+    width = max(len(name) for name in names)
+    for n, (name, source) in enumerate(settings.sources.items()):
+        label = "receiver:  " if n == 0 else "           "
+        health = f"   (health: {web}/readyz)" if n == 0 else ""
+        lines.append(f"{label}{web}/webhooks/{name:<{width}}  ({source.provider}){health}")
     lines += [
-        f"receiver:  {web}/webhooks/inbound   (health: {web}/readyz)",
         f"dashboard: {dashboard}/   (login in {DEV_ENV} or your RQ_DASHBOARD_* variables)",
         f"events:    {dashboard}/events   (the same login)",
         retries_line(settings.retry_intervals, dev),
         "operate:   .venv/bin/webhooks dead list   (finds this stack by itself; Ctrl+C stops it)",
-        "send a signed test event (the secret is read from var/dev.env or .env):",
-        '  BODY=\'{"id":"evt_1","type":"order.created"}\'',
-        "  SECRET=$(set -a; [ -f .env ] && . ./.env; [ -f var/dev.env ] && . ./var/dev.env; "
-        'echo "$WEBHOOK_SIGNING_SECRET")',
-        '  SIG=$(printf %s "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | sed \'s/^.* //\')',
-        f'  curl -s {web}/webhooks/inbound -H "X-Signature-256: $SIG" -d "$BODY"',
+        f"send:      .venv/bin/webhooks send {names[0]}   (a signed test event, as "
+        f"{settings.sources[names[0]].provider} sends it; webhooks sources lists them)",
     ]
     return lines
