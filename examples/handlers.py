@@ -26,3 +26,10 @@ def always_fails(event: Event) -> None:
 @handler("inbound", "demo.invalid")
 def rejects(event: Event) -> None:
     raise PermanentError("payload cannot be processed; retrying will not help")
+
+
+@handler("stripe", "invoice.paid")
+def invoice_paid(event: Event) -> None:
+    # Stripe's event envelope: the invoice is `data.object` (what `webhooks send --data` sets).
+    invoice = event.payload["data"]["object"]
+    log.warning("invoice %s paid (event %s)", invoice.get("id"), event.id)

@@ -1,0 +1,160 @@
+"""`webhooks send` and `webhooks sources` against the real `web:` process: what a newcomer
+types after the quick start, and every way it can go wrong, each one line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+from rq import Queue
+
+from tests.conftest import SECRET, webhooks
+from tests.processes import Process, Stack
+from workers.dev.redis_server import RedisServer
+
+STRIPE = "whsec_stripe-dev-secret-0123456789"
+SOURCES = {
+    "WEBHOOK_SOURCES": "inbound,stripe",
+    "WEBHOOK_SIGNING_SECRET": SECRET,
+    "WEBHOOK_SECRET_STRIPE": STRIPE,
+}
+
+
+@pytest.fixture
+def web(redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]) -> Process:
+    return make_stack(redis_server.url, **SOURCES).start("web")
+
+
+@pytest.fixture
+def configured(
+    monkeypatch: pytest.MonkeyPatch, redis_server: RedisServer, tmp_path: Path
+) -> Iterator[None]:
+    """The command's environment: the same sources, no `.env`, no stack nearby."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Procfile").write_text("")  # the checkout's root: no stack above it
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    for name, value in SOURCES.items():
+        monkeypatch.setenv(name, value)
+    yield
+
+
+def queued(redis: Redis) -> list[tuple[str, str]]:
+    jobs = Queue("webhooks", connection=redis).get_jobs()
+    return sorted((job.meta["source"], job.meta["event_id"]) for job in jobs)
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in text, text
+    return lines[0]
+
+
+def test_send_signs_as_the_provider_does_and_the_same_id_again_is_a_duplicate(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    first = webhooks("send", "stripe", "invoice.paid", "--id", "evt_1", "--url", web.url)
+    assert first.exit_code == 0, first.output
+    assert one_line(first.stdout) == f"accepted evt_1 → {web.url}/webhooks/stripe (200)"
+    again = webhooks("send", "stripe", "invoice.paid", "--id", "evt_1", "--url", web.url)
+    assert (again.exit_code, again.stdout.split()[0]) == (0, "duplicate")
+    assert queued(redis) == [("stripe", "evt_1")]
+
+
+def test_send_json_prints_status_id_and_http_status(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    result = webhooks("send", "inbound", "--id", "evt_2", "--url", web.url, "--json")
+    assert json.loads(result.stdout) == {"status": "accepted", "id": "evt_2", "http_status": 200}
+
+
+def test_send_data_replaces_the_event_object(
+    web: Process, configured: None, redis: Redis, tmp_path: Path
+) -> None:
+    (tmp_path / "invoice.json").write_text('{"id": "in_42", "amount_due": 1200}')
+    result = webhooks(
+        "send",
+        "stripe",
+        "invoice.paid",
+        "--id",
+        "evt_3",
+        "--data",
+        "@invoice.json",
+        "--url",
+        web.url,
+    )
+    assert result.exit_code == 0, result.output
+    [job] = Queue("webhooks", connection=redis).get_jobs()
+    assert json.loads(job.args[3])["data"]["object"] == {"id": "in_42", "amount_due": 1200}
+
+
+def test_a_wrong_secret_is_refused_and_the_exit_status_says_so(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    result = webhooks("send", "stripe", "--secret", "whsec_not-the-real-one-0123", "--url", web.url)
+    assert result.exit_code == 1
+    assert one_line(result.stderr).startswith("refused ")
+    assert "(401): " in result.stderr and queued(redis) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["send", "nosuch"], "unknown source 'nosuch'; configured sources: inbound, stripe"),
+        (["send", "stripe", "--data", "{not json"], "--data is not JSON"),
+        (["send", "stripe", "--data", "@missing.json"], "--data @missing.json: cannot read it"),
+        (["send", "stripe", "--url", "ftp://x"], "--url must be http(s)://"),
+        (["send", "stripe"], "no `make run` stack of this checkout is up"),
+    ],
+)
+def test_bad_input_to_send_is_one_line_and_exit_1(
+    configured: None, args: list[str], says: str
+) -> None:
+    result = webhooks(*args)
+    assert result.exit_code == 1
+    assert says in one_line(result.stderr), result.stderr
+
+
+def test_a_source_without_its_secret_is_one_line_naming_the_variable(
+    configured: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WEBHOOK_SECRET_STRIPE")
+    result = webhooks("send", "stripe", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert "WEBHOOK_SECRET_STRIPE is not set" in one_line(result.stderr)
+
+
+def test_a_receiver_that_is_down_is_one_line_and_exit_1(configured: None) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    result = webhooks("send", "inbound", "--url", f"http://127.0.0.1:{port}")
+    assert result.exit_code == 1
+    assert "cannot reach the receiver at" in one_line(result.stderr)
+
+
+def test_sources_lists_each_source_with_its_path_and_secret_count_never_a_secret(
+    configured: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SOURCES", "inbound,stripe,github")
+    monkeypatch.setenv("WEBHOOK_SECRET_STRIPE", f"{STRIPE},whsec_stripe-next-secret-0123")
+    result = webhooks("sources", "--json")
+    assert result.exit_code == 0, result.output
+    listed = {line["name"]: line for line in map(json.loads, result.stdout.splitlines())}
+    assert listed["stripe"] | {"problem": ""} == {
+        "name": "stripe",
+        "provider": "stripe",
+        "path": "/webhooks/stripe",
+        "secrets": 2,
+        "secret_set": True,
+        "tolerance": 300,
+        "problem": "",
+    }
+    assert listed["github"]["secret_set"] is False
+    assert "WEBHOOK_SECRET_GITHUB is not set" in listed["github"]["problem"]
+    table = webhooks("sources")
+    assert STRIPE not in table.output and SECRET not in table.output
+    assert table.stdout.strip().endswith("3 sources")
