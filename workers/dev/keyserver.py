@@ -145,7 +145,10 @@ def start_key_server(
         (k.plaid_client_id, k.plaid_secret, k.plaid_jwk()) for k in keys if k.provider == "plaid"
     ]
     server = _Server(certificates, plaid)
-    thread = threading.Thread(target=server.serve_forever, name="dev-key-server", daemon=True)
+    # A short poll: `stop` waits for the loop to notice, at most this long.
+    thread = threading.Thread(
+        target=server.serve_forever, args=(0.05,), name="dev-key-server", daemon=True
+    )
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     if root is not None:

@@ -79,12 +79,12 @@ DEFAULT_TYPE = {
     "sns": "Notification",
     "plaid": "TRANSACTIONS.SYNC_UPDATES_AVAILABLE",
 }
-# Who holds the private key, and what the source holds instead.
+# Who holds the private key, and what the source checks its signatures with instead.
 _HOLDER = {
-    "discord": ("Discord", "the application's public key"),
-    "sendgrid": ("SendGrid", "its verification (public) key"),
-    "sns": ("AWS SNS", "the certificate AWS serves, fetched from SigningCertURL"),
-    "plaid": ("Plaid", "the public key fetched from Plaid's API"),
+    "discord": ("Discord", "Discord", "the application's public key ({secret})"),
+    "sendgrid": ("SendGrid", "SendGrid", "SendGrid's verification (public) key ({secret})"),
+    "sns": ("AWS signs SNS messages", "AWS", "the certificate AWS serves"),
+    "plaid": ("Plaid", "Plaid", "the public key it fetches from Plaid's API"),
 }
 
 
@@ -132,21 +132,21 @@ def plaid_jwk(key: ec.EllipticCurvePublicKey) -> dict[str, Any]:
 
 
 def no_key_message(source: SourceConfig) -> str:
-    holder, configured = _HOLDER[source.provider]
-    if source.provider == "sns":
-        when = ""
-    elif source.provider == "plaid":
-        when = (
-            f" (when {source.variable_name('WEBHOOK_SECRET_')} and "
-            f"{source.variable_name('WEBHOOK_API_BASE_')} are not set)"
-        )
-    else:
-        when = f" (when {source.variable_name('WEBHOOK_SECRET_')} is not set)"
+    """Why this source cannot be signed without a private key, and how to get one: one line."""
+    signs, holder, checks = _HOLDER[source.provider]
+    secret = source.variable_name("WEBHOOK_SECRET_")
+    unset = {
+        "discord": f" with {secret} unset",
+        "sendgrid": f" with {secret} unset",
+        "plaid": f" with {secret} and {source.variable_name('WEBHOOK_API_BASE_')} unset",
+    }.get(source.provider, "")
+    signs = signs if " " in signs else f"{signs} signs"
+    checks = checks.format(secret=secret)
     return (
-        f"source {source.name!r} cannot be signed: {holder} signs with a private key only "
-        f"{holder} holds, and the source is configured with {configured}; run the source in "
-        f"`make run`'s stack{when}, which makes a development key pair for it and configures "
-        "the source with its public key"
+        f"source {source.name!r} ({source.provider}) cannot be signed: {signs} with a private "
+        f"key only {holder} holds, and the source checks the signatures with {checks}; "
+        f"to send to it, run it in `make run`'s stack{unset}, which makes a development key "
+        "pair and configures the source with its public key"
     )
 
 
