@@ -100,7 +100,7 @@ def asymmetric_sources(root: Path = Path(), sources: str | None = None) -> dict[
 
 
 def wants_dev_key(name: str, provider: str, root: Path = Path()) -> bool:
-    """No key of the user's: the source would otherwise verify nothing `send` can sign."""
+    """True when the source has no key of the user's: else it verifies what `send` cannot sign."""
     suffix = env_suffix(name)
     if provider == "sns":
         return True

@@ -180,7 +180,9 @@ def _p256(keys: Keys, source: SourceConfig) -> ec.EllipticCurvePrivateKey:
 
 def _json(value: Any, source: SourceConfig) -> bytes:
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
     except (TypeError, ValueError) as exc:
         raise SigningError(f"source {source.name!r}: the data is not JSON ({exc})") from None
 
