@@ -1,0 +1,358 @@
+"""Development key pairs for the asymmetric sources, so `webhooks send` works against the
+`make run` stack.
+
+Discord, SendGrid, AWS SNS and Plaid sign with private keys only they hold. For each such
+source of WEBHOOK_SOURCES whose key the user has not configured, `make run` makes a key
+pair once and keeps it in `var/dev-keys/<source>.pem` (directory 700, file 600, reused on
+every later run, never printed), and configures the source with its public half:
+
+  provider  key                                   the stack's processes get
+  --------  ------------------------------------  ----------------------------------------
+  discord   Ed25519                               WEBHOOK_SECRET_<NAME> = the public key
+                                                  (64 hex characters, the Portal's form)
+  sendgrid  P-256                                 WEBHOOK_SECRET_<NAME> = base64 of the
+                                                  DER public key (SendGrid's form)
+  sns       RSA-2048 and a self-signed            WEBHOOK_TOPICS_<NAME> (if unset) a dev
+            certificate (in the same file)        topic; WEBHOOK_FETCH_ALLOW + the key
+                                                  server, where the certificate is served
+  plaid     P-256 (its JWK and `kid` derive       WEBHOOK_CLIENT_ID_<NAME> (if unset),
+            from it)                              WEBHOOK_SECRET_<NAME> (an API secret the
+                                                  key server accepts, derived from the
+                                                  key), WEBHOOK_API_BASE_<NAME> = the key
+                                                  server; WEBHOOK_FETCH_ALLOW + it
+
+"Configured" is what `stackfile.configured` says (the environment or `.env`): Discord and
+SendGrid sources with WEBHOOK_SECRET_<NAME> set, and Plaid sources with
+WEBHOOK_SECRET_<NAME> or WEBHOOK_API_BASE_<NAME> set, verify the provider's real keys and
+get no dev key. SNS sources always get one: SNS has no key of the source's own (its
+certificates are fetched from AWS), and the key server's origin is only added to the
+allowed ones.
+
+This works from WEBHOOK_SOURCES and the variables as configured, not from loaded
+`Settings`: a Discord source without WEBHOOK_SECRET_<NAME> would not load until the value
+made here is given to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+from cryptography.x509.oid import NameOID
+from dotenv import dotenv_values
+
+from app.settings import DEFAULT_FETCH_ALLOW
+from app.sources import DEFAULT_PROVIDER, env_suffix
+from workers.dev.stackfile import VAR, configured
+from workers.signing.asymmetric import (
+    SIGNING_CERT_URL,
+    plaid_jwk,
+    plaid_key_id,
+    public_der,
+    sns_certificate_path,
+)
+
+DEV_KEYS = VAR / "dev-keys"
+# Written by the key server while it runs (not a secret): SNS's SigningCertURL names it.
+KEY_SERVER_FILE = DEV_KEYS / "key-server.url"
+ASYMMETRIC = ("discord", "sendgrid", "sns", "plaid")
+SERVED = frozenset({"sns", "plaid"})  # their verifiers fetch the key from the key server
+# The topic an SNS source accepts when WEBHOOK_TOPICS_<NAME> is unset (a dev account).
+DEV_TOPIC = "arn:aws:sns:us-east-1:000000000000:{source}"
+_SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+_PRIVATE_PEM = re.compile(rb"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", re.DOTALL)
+
+
+def configured_value(name: str, root: Path = Path()) -> str:
+    """The value of a variable as the settings read it: the environment, then `.env`."""
+    if os.environ.get(name):
+        return os.environ[name]
+    env_file = root / ".env"
+    if env_file.is_file():
+        return dotenv_values(env_file).get(name) or ""
+    return ""
+
+
+def asymmetric_sources(root: Path = Path(), sources: str | None = None) -> dict[str, str]:
+    """Source name -> provider, for the sources of WEBHOOK_SOURCES (`sources`, else as
+    configured) whose provider signs with a private key. Entries that would not load are
+    left to `Settings.load` to report."""
+    entries = sources if sources is not None else configured_value("WEBHOOK_SOURCES", root)
+    found: dict[str, str] = {}
+    for entry in (entries or "inbound:hmac").split(","):
+        name, _, provider = entry.partition(":")
+        name = name.strip()
+        provider = provider.strip() or DEFAULT_PROVIDER.get(name, name)
+        if provider in ASYMMETRIC and _SOURCE_NAME.fullmatch(name):
+            found.setdefault(name, provider)
+    return found
+
+
+def wants_dev_key(name: str, provider: str, root: Path = Path()) -> bool:
+    """True when the source has no key of the user's: else it verifies what `send` cannot sign."""
+    suffix = env_suffix(name)
+    if provider == "sns":
+        return True
+    if provider == "plaid" and configured("WEBHOOK_API_BASE_" + suffix, root):
+        return False
+    return not configured("WEBHOOK_SECRET_" + suffix, root)
+
+
+@dataclass(frozen=True, slots=True)
+class DevKey:
+    """One source's development key pair, as kept in `var/dev-keys/<source>.pem`."""
+
+    source: str
+    provider: str
+    pem: bytes = field(repr=False)  # the private key (SNS: and its certificate)
+    plaid_client_id: str = ""  # Plaid: the client id the key server accepts
+
+    @property
+    def private(self) -> PrivateKeyTypes:
+        found = _PRIVATE_PEM.search(self.pem)
+        if found is None:
+            raise ValueError("no private key")
+        return serialization.load_pem_private_key(found.group(0), password=None)
+
+    @property
+    def certificate(self) -> bytes:
+        """SNS: the certificate's PEM, as the key server serves it."""
+        start = self.pem.find(b"-----BEGIN CERTIFICATE-----")
+        return self.pem[start:] if start >= 0 else b""
+
+    @property
+    def public_value(self) -> str:
+        """What WEBHOOK_SECRET_<NAME> holds for Discord and SendGrid."""
+        key = self.private
+        if isinstance(key, ed25519.Ed25519PrivateKey):
+            raw = key.public_key().public_bytes(
+                serialization.Encoding.Raw, serialization.PublicFormat.Raw
+            )
+            return raw.hex()
+        return base64.b64encode(public_der(key.public_key())).decode()
+
+    @property
+    def plaid_secret(self) -> str:
+        """Plaid: the API secret the key server accepts, 30 hex characters like Plaid's,
+        derived from the private key, so it needs no file of its own and is never stored."""
+        der = self.private.private_bytes(
+            serialization.Encoding.DER,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        return hmac.new(der, b"plaid api secret", hashlib.sha256).hexdigest()[:30]
+
+    @property
+    def plaid_key_id(self) -> str:
+        key = self.private
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        return plaid_key_id(key.public_key())
+
+    def plaid_jwk(self) -> dict[str, object]:
+        key = self.private
+        assert isinstance(key, ec.EllipticCurvePrivateKey)
+        return plaid_jwk(key.public_key())
+
+    @property
+    def certificate_path(self) -> str:
+        key = self.private
+        assert isinstance(key, rsa.RSAPrivateKey)
+        return sns_certificate_path(key.public_key())
+
+
+def key_path(source: str, root: Path = Path()) -> Path:
+    if not _SOURCE_NAME.fullmatch(source):
+        raise ValueError(f"not a source name: {source!r}")
+    return root / DEV_KEYS / f"{source}.pem"
+
+
+def _make(provider: str) -> bytes:
+    key: PrivateKeyTypes
+    if provider == "discord":
+        key = ed25519.Ed25519PrivateKey.generate()
+    elif provider == "sns":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    else:
+        key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    if isinstance(key, rsa.RSAPrivateKey):
+        pem += _certificate(key)
+    return pem
+
+
+def _certificate(key: rsa.RSAPrivateKey) -> bytes:
+    """Self-signed, like the certificates SNS serves (whose chain the verifier never checks:
+    it trusts the origin it fetched from). Valid for ten years: the file is reused."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.dev.localhost")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def _fits(pem: bytes, provider: str) -> bool:
+    """The kept file holds a key of the provider's kind (a source's provider may change)."""
+    try:
+        key = DevKey("", provider, pem).private
+    except (ValueError, TypeError):
+        return False
+    if provider == "discord":
+        return isinstance(key, ed25519.Ed25519PrivateKey)
+    if provider == "sns":
+        if not isinstance(key, rsa.RSAPrivateKey):
+            return False
+        try:
+            certificate = x509.load_pem_x509_certificate(DevKey("", provider, pem).certificate)
+        except ValueError:
+            return False
+        return certificate.public_key() == key.public_key()
+    return isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Write `data` to `path` with mode 600 from the start, replacing it in one step."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.unlink(missing_ok=True)
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    temporary.chmod(0o600)
+    temporary.replace(path)
+
+
+def _keys_dir(root: Path) -> Path:
+    directory = root / DEV_KEYS
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.chmod(0o700)
+    return directory
+
+
+def dev_keys(
+    root: Path = Path(), sources: str | None = None, *, create: bool = True
+) -> list[DevKey]:
+    """The key pairs of the sources that need one (see the module's docstring), made on the
+    first run and read back on the next ones. `create=False` only reads those already made
+    (what `webhooks send` wants: a key the stack does not know would sign for nothing)."""
+    made = []
+    for name, provider in asymmetric_sources(root, sources).items():
+        if not wants_dev_key(name, provider, root):
+            continue
+        path = key_path(name, root)
+        pem = path.read_bytes() if path.is_file() else b""
+        if not _fits(pem, provider):
+            if not create:
+                continue
+            _keys_dir(root)
+            pem = _make(provider)
+            _write_private(path, pem)
+        elif create:
+            _keys_dir(root)
+            path.chmod(0o600)
+        key = DevKey(name, provider, pem)
+        if provider == "plaid":
+            # Plaid's client ids are 24 hex characters; this one is named after the key.
+            own = configured_value("WEBHOOK_CLIENT_ID_" + env_suffix(name), root).strip()
+            derived = hashlib.sha256(public_der(key.private.public_key())).hexdigest()[:24]
+            key = DevKey(name, provider, pem, own or derived)
+        made.append(key)
+    return made
+
+
+def needs_key_server(keys: Sequence[DevKey]) -> bool:
+    """True when a verifier of these sources fetches its key (SNS, Plaid)."""
+    return any(key.provider in SERVED for key in keys)
+
+
+def dev_key_env(
+    keys: Sequence[DevKey], key_server_url: str | None, root: Path = Path()
+) -> dict[str, str]:
+    """The variables the stack's processes need for these keys (see the module's
+    docstring), never one the user configured, except WEBHOOK_FETCH_ALLOW, which is the
+    user's list (or the defaults) with the key server's origin added."""
+    env: dict[str, str] = {}
+    served = needs_key_server(keys)
+    if served and not key_server_url:
+        raise ValueError("SNS and Plaid sources need the key server's URL")
+    for key in keys:
+        suffix = env_suffix(key.source)
+        if key.provider in ("discord", "sendgrid"):
+            env["WEBHOOK_SECRET_" + suffix] = key.public_value
+        elif key.provider == "sns":
+            if not configured("WEBHOOK_TOPICS_" + suffix, root):
+                env["WEBHOOK_TOPICS_" + suffix] = DEV_TOPIC.format(source=key.source)
+        elif key.provider == "plaid":
+            assert key_server_url is not None
+            env["WEBHOOK_CLIENT_ID_" + suffix] = key.plaid_client_id
+            env["WEBHOOK_SECRET_" + suffix] = key.plaid_secret
+            env["WEBHOOK_API_BASE_" + suffix] = key_server_url
+    if served:
+        assert key_server_url is not None
+        allowed = configured_value("WEBHOOK_FETCH_ALLOW", root)
+        origins = [o.strip() for o in allowed.split(",") if o.strip()] or list(DEFAULT_FETCH_ALLOW)
+        env["WEBHOOK_FETCH_ALLOW"] = ",".join(dict.fromkeys([*origins, key_server_url]))
+    # What the user set is theirs (the client id is only repeated to the key server).
+    return {k: v for k, v in env.items() if k == "WEBHOOK_FETCH_ALLOW" or not configured(k, root)}
+
+
+def record_key_server(url: str | None, root: Path = Path()) -> None:
+    """Say where the key server runs (None: that it stopped), for `private_key_for`."""
+    path = root / KEY_SERVER_FILE
+    if url is None:
+        path.unlink(missing_ok=True)
+    else:
+        _keys_dir(root)
+        _write_private(path, url.encode() + b"\n")
+
+
+def key_server_url(root: Path = Path()) -> str | None:
+    """The URL of the running stack's key server, as it wrote it, if it runs."""
+    path = root / KEY_SERVER_FILE
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def private_key_for(source_name: str, root: Path = Path()) -> bytes | None:
+    """The PEM `webhooks send` signs `source_name`'s requests with (`Keys.private_key`):
+    its development key, when `make run` made one and the source still uses it; None
+    otherwise. For SNS, a `SigningCertURL:` line names the certificate on the running key
+    server (without it, the signer says the key server is not running)."""
+    if not _SOURCE_NAME.fullmatch(source_name):
+        return None
+    keys = {key.source: key for key in dev_keys(root, create=False)}
+    key = keys.get(source_name)
+    if key is None:
+        return None
+    pem = key.pem
+    if key.provider == "sns":
+        url = key_server_url(root)
+        if url:
+            pem = f"{SIGNING_CERT_URL}: {url}{key.certificate_path}\n".encode() + pem
+    return pem
+
+
+def served_by(keys: Sequence[DevKey]) -> Mapping[str, DevKey]:
+    """SNS certificate path -> key, for the key server."""
+    return {key.certificate_path: key for key in keys if key.provider == "sns"}
