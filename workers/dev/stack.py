@@ -24,6 +24,7 @@ from types import FrameType
 import click
 
 from app.settings import ConfigError, Settings
+from app.sources import PER_SOURCE_PREFIXES
 from workers.dev.devenv import (
     DevSettings,
     dev_credentials,
@@ -31,6 +32,8 @@ from workers.dev.devenv import (
     echo_banner,
     retries_line,
 )
+from workers.dev.devkeys import dev_key_env, dev_keys, needs_key_server
+from workers.dev.keyserver import start_key_server
 from workers.dev.redis_server import RedisServer
 from workers.dev.stackfile import (
     DEV_ENV,
@@ -60,13 +63,21 @@ def _base_port() -> int:
     raise click.ClickException("no free ports between 8000 and 8300")
 
 
-def _check(env: dict[str, str]) -> Settings:
+def _check(env: dict[str, str], dev_keyed: dict[str, str]) -> Settings:
     """The settings the processes will load, checked once here: one line, before anything
-    starts, instead of the same error from three processes."""
+    starts, instead of the same error from three processes. `dev_keyed` (the dev key
+    pairs' variables) wins over what is configured: WEBHOOK_FETCH_ALLOW gains the key
+    server's origin."""
     fields = set(Settings.model_fields)
-    given = {k.lower(): v for k, v in env.items() if k.lower() in fields and not configured(k)}
+    given = {
+        k.lower(): v
+        for k, v in env.items()
+        if k.lower() in fields and (k in dev_keyed or not configured(k))
+    }
+    # Per-source variables are otherwise read from the environment only.
+    per_source = {k: v for k, v in env.items() if k.startswith(PER_SOURCE_PREFIXES)}
     try:
-        return Settings.load(**given)
+        return Settings.load(**given, per_source=per_source)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -110,9 +121,15 @@ def _run(stop: Stop, terminal: bool) -> int:
     dev = dev_settings(terminal=sys.stdout.isatty())
     env.update(dev.values)
     env.setdefault("HOST", "127.0.0.1")
-    settings = _check(env)
+    keys = dev_keys()
+    key_server_url, stop_key_server = (
+        start_key_server(keys) if needs_key_server(keys) else (None, lambda: None)
+    )
     redis: RedisServer | None = None
     try:
+        dev_keyed = dev_key_env(keys, key_server_url)
+        env.update(dev_keyed)
+        settings = _check(env, dev_keyed)
         if redis_configured() is None:
             redis = RedisServer(VAR / "redis", detached=True).start()
             env["REDIS_URL"] = redis.url
@@ -129,6 +146,7 @@ def _run(stop: Stop, terminal: bool) -> int:
         return 0 if stop.requested else code
     finally:
         remove_stack_file()
+        stop_key_server()
         if redis is not None:
             redis.stop()  # last: every process that used it has stopped
             click.echo("redis stopped; the stack is down")

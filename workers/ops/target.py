@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from app.settings import Settings
+from app.sources import PER_SOURCE_PREFIXES
+from workers.dev.devkeys import dev_key_env, dev_keys, key_server_url
 from workers.dev.stackfile import STACK_FILE, configured, credentials, find_stack, redis_configured
 
 START_ONE = (
@@ -65,11 +67,31 @@ def resolve_target(start: Path | None = None) -> Target:
         stale = found.root / STACK_FILE if found is not None else None
         return Target("default", stale_file=stale)
     stack = found.stack
+    here = start or Path()
     fields = set(Settings.model_fields)
-    given = {**stack.settings, **credentials(found.root), "REDIS_URL": stack.redis_url}
-    overrides = {
-        name.lower(): value
-        for name, value in given.items()
-        if name.lower() in fields and not configured(name, start or Path())
+    # The dev key pairs' variables (a Discord source's public key, Plaid's key server...),
+    # as the stack's processes got them; WEBHOOK_FETCH_ALLOW among them is always theirs.
+    try:
+        dev_keyed = dev_key_env(
+            dev_keys(found.root, create=False), key_server_url(found.root), found.root
+        )
+    except ValueError:  # the key server's file is gone: those sources will say so
+        dev_keyed = {}
+    given = {
+        **stack.settings,
+        **credentials(found.root),
+        **dev_keyed,
+        "REDIS_URL": stack.redis_url,
     }
+    chosen = {
+        name: value
+        for name, value in given.items()
+        if name in dev_keyed or not configured(name, here)
+    }
+    overrides: dict[str, Any] = {n.lower(): v for n, v in chosen.items() if n.lower() in fields}
+    # Per-source variables (every source's dev secret) are otherwise read from the
+    # environment alone.
+    per_source = {n: v for n, v in chosen.items() if n.startswith(PER_SOURCE_PREFIXES)}
+    if per_source:
+        overrides["per_source"] = per_source
     return Target("stack", overrides, stack_file=found.root / STACK_FILE)
