@@ -179,8 +179,10 @@ def sign_with_recipe(
         if not isinstance(body, dict) or not all(isinstance(v, str) for v in body.values()):
             raise SigningError(f"{name}: a form body is an object of text fields")
         raw = urlencode(list(body.items())).encode()
-    else:
+    elif isinstance(body, dict | list):
         raw = dumps(body, name)
+    else:
+        raise SigningError(f"{name}: a JSON body is an object or an array")
     signature = signature_value(recipe, key, signed_message(recipe, raw, values))
     if recipe.signature_key:
         items = [*pairs.items(), (recipe.signature_key, signature)]
