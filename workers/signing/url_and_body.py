@@ -16,7 +16,8 @@ carries them, over any value `data` holds there:
 
 HubSpot's and Braintree's ids are digests, so their bodies hold no clock (HubSpot's sample
 `occurredAt` and Braintree's `<timestamp>` are `SAMPLE_TIME`): the same event twice is the
-same bytes. Twilio's and Mailgun's ids are not signed; the receiver also claims what is
+same bytes; with `data`, Braintree's event is the data (the same data is the same event,
+whatever id is given). Twilio's and Mailgun's ids are not signed; the receiver also claims what is
 signed (Twilio's fields, Mailgun's timestamp and token), which differ with the id.
 """
 
