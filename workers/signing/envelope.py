@@ -1,0 +1,89 @@
+"""What the URL-and-body and recipe signers share to build an envelope: JSON as sent, the
+event's times as the providers write them, sample ids derived from the event id, and the
+checks that turn data of the wrong shape into one-line `SigningError`s.
+
+Sample objects carry ids derived from the event id (`derived`), so two events are two
+bodies even where the id itself travels in a header the signature does not cover (the
+receiver then also claims the signed bytes). Where a provider's event id is the digest of
+the body, the envelope has no clock in it (`SAMPLE_TIME` instead): the same event sent
+twice is then the same bytes, a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from workers.signing.base import SigningError
+
+# 2026-01-01T00:00:00Z: the time written in bodies whose event id is their digest.
+SAMPLE_TIME = 1_767_225_600
+
+
+def dumps(value: Any, provider: str) -> bytes:
+    """Compact JSON, UTF-8, as most providers send it."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SigningError(f"{provider}: the event data is not JSON ({exc})") from None
+    return text.encode()
+
+
+def iso(ts: float, *, millis: bool = False) -> str:
+    """RFC 3339 in UTC, `Z`-suffixed (`.000` milliseconds when asked)."""
+    when = datetime.fromtimestamp(ts, UTC)
+    if millis:
+        return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def derived(event_id: str, length: int = 16, salt: str = "") -> str:
+    """A stable hex string derived from the event id, for a sample object's own id."""
+    return hashlib.sha256(f"{salt}:{event_id}".encode()).hexdigest()[:length]
+
+
+def derived_number(event_id: str, digits: int = 9, salt: str = "") -> int:
+    """A stable positive integer of `digits` digits derived from the event id."""
+    low: int = 10 ** (digits - 1)
+    return low + int(derived(event_id, 15, salt), 16) % (9 * low)
+
+
+def derived_uuid(event_id: str, salt: str = "") -> str:
+    """A stable UUID-shaped string (version 4 layout) derived from the event id."""
+    h = derived(event_id, 32, salt)
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def object_data(data: Any, provider: str, what: str) -> dict[str, Any]:
+    """`data` as the JSON object an envelope needs in that place, else `SigningError`."""
+    if not isinstance(data, dict):
+        raise SigningError(f"{provider}: data must be a JSON object ({what})")
+    return data
+
+
+def header_value(value: str, provider: str, what: str) -> str:
+    """A value that can travel in an HTTP header as is: printable ASCII, no line breaks."""
+    if not value or not value.isascii() or not value.isprintable() or value != value.strip():
+        raise SigningError(
+            f"{provider}: the {what} goes in a header: use printable ASCII, no outer spaces"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A provider's request before it is signed: the body (a JSON value, or a form's
+    fields) and the delivery headers besides the signature."""
+
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def set_header(headers: dict[str, str], name: str, value: str) -> None:
+    """Set `name`, or the header of that name in another case, which keeps its spelling
+    (HTTP headers are case-insensitive, and recipes lower-case the names they read)."""
+    spelt = next((k for k in headers if k.lower() == name.lower()), name)
+    headers[spelt] = value
