@@ -670,3 +670,9 @@ def test_digest_bodies_hold_no_clock_and_follow_the_event_id() -> None:
         assert other.event_id != early.event_id, provider
         digest = "sha256:" + hashlib.sha256(early.body).hexdigest()
         assert early.event_id == digest, provider
+
+
+def test_a_gitlab_token_that_cannot_be_a_header_is_refused_without_repeating_it() -> None:
+    with pytest.raises(SigningError, match="X-Gitlab-Token") as raised:
+        sign("gitlab", "jeton-secret-de-l'équipe", "evt_1", "Push Hook")
+    assert "équipe" not in str(raised.value)

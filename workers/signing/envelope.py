@@ -123,9 +123,11 @@ def object_data(event: EventToSign, provider: str, what: str) -> dict[str, Any] 
     )
 
 
-def header_value(value: str, provider: str, header: str) -> str:
+def header_value(value: str, provider: str, header: str, *, secret: bool = False) -> str:
     """A value the provider sends in a header (an event id, a type, a token): HTTP carries
-    only printable ASCII there, and the receiver refuses an empty one."""
+    only printable ASCII there, and the receiver refuses an empty one. A secret's value is
+    never repeated in the message."""
     if not value or not value.isascii() or not value.isprintable():
-        raise SigningError(f"{provider} sends {header} in a header: printable ASCII, not {value!r}")
+        given = "the secret given" if secret else repr(value)
+        raise SigningError(f"{provider} sends {header} in a header: printable ASCII, not {given}")
     return value

@@ -29,10 +29,11 @@ the same event id gives the same body (a duplicate) and another id another body.
 their challenge and queue nothing: no id (`""`).
 
 Where the data is the whole body, the body is the data: two event ids with the same data
-are one event to the receiver, which dedupes GitHub, Shopify, GitLab and WooCommerce by
-their signed bytes too (their ids travel unsigned); so do Meta, Zoom and Dropbox, whose
-envelopes have no place of their own for an id. An empty type is the provider's usual one
-(`DEFAULT_TYPES`); Dropbox's and Xero's are fixed (`notification`, `events`).
+are then one event to the receiver, which dedupes GitHub, Shopify, GitLab and WooCommerce
+by their signed bytes too (their ids travel unsigned). The same holds for Meta, Zoom and
+Dropbox, whose envelopes have no place of their own for an id (Xero's has: `entropy`).
+An empty type is the provider's usual one (`DEFAULT_TYPES`); Dropbox's and Xero's types
+are fixed (`notification`, `events`): any other is refused.
 
 The signers, by where the id is: in the signed body (`hmac` here; Stripe, Slack and
 Paddle in `header_hmac_body_ids`), a signed header (Standard Webhooks and Twitch in

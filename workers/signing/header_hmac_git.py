@@ -170,7 +170,8 @@ def gitlab_payload(event: EventToSign, kind: str) -> dict[str, Any]:
 
 def sign_gitlab(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
     # GitLab signs nothing: the webhook's secret token travels as is.
-    secret = header_value(require_secret(keys, source).decode(), "gitlab", "X-Gitlab-Token")
+    entered = require_secret(keys, source).decode()
+    secret = header_value(entered, "gitlab", "X-Gitlab-Token", secret=True)
     event_id = header_value(event.event_id, "gitlab", "Idempotency-Key")
     kind = header_value(type_or(event, "gitlab"), "gitlab", "X-Gitlab-Event")
     data = object_data(event, "gitlab", "the payload")
