@@ -53,7 +53,7 @@ from workers.signing import (
     header_hmac_signed_ids,
 )
 from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.envelope import DEFAULT_TYPES, compact, number, object_data, type_or
+from workers.signing.hmac_envelope import DEFAULT_TYPES, compact, number, object_data, type_or
 
 
 def hmac_signature(key: bytes, body: bytes) -> str:

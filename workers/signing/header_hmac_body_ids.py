@@ -8,7 +8,7 @@ from typing import Any
 
 from app.settings import SourceConfig
 from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.envelope import compact, iso, number, object_data, pretty, token, type_or
+from workers.signing.hmac_envelope import compact, iso, number, object_data, pretty, token, type_or
 
 JSON = {"Content-Type": "application/json"}
 # Paddle's ids: a prefix, `_01`, then lower-case Crockford base32 (ULIDs).

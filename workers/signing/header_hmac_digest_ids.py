@@ -26,7 +26,7 @@ from workers.signing.base import (
     hex_hmac,
     require_secret,
 )
-from workers.signing.envelope import (
+from workers.signing.hmac_envelope import (
     ALPHANUMERIC,
     URL_SAFE,
     compact,

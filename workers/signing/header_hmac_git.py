@@ -13,7 +13,7 @@ from typing import Any
 
 from app.settings import SourceConfig
 from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.envelope import (
+from workers.signing.hmac_envelope import (
     compact,
     header_value,
     hex_id,

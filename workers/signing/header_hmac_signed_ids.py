@@ -19,7 +19,7 @@ from workers.signing.base import (
     hex_hmac,
     require_secret,
 )
-from workers.signing.envelope import (
+from workers.signing.hmac_envelope import (
     compact,
     header_value,
     iso,
