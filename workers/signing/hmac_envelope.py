@@ -1,0 +1,133 @@
+"""What the header-HMAC signers share when they build a provider's envelope: JSON written
+the way each provider writes it, sample ids derived from the event id, times, and the
+checks on `event.data`.
+
+Sample ids (an order number, a commit sha, a meeting UUID...) are derived from the event
+id by hashing it, never drawn at random: the same event id gives the same body, so a
+digest-id provider answers `duplicate`, and another event id gives another body, so a
+provider whose id is an unsigned header (deduped by its body too) answers `accepted`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import string
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from workers.signing.base import EventToSign, SigningError
+
+ALPHANUMERIC = string.ascii_letters + string.digits
+URL_SAFE = ALPHANUMERIC + "-_"
+JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
+
+
+def compact(value: Any) -> bytes:
+    """Minified UTF-8 JSON, as most providers send it."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def pretty(value: Any) -> bytes:
+    """Two-space indented JSON: Stripe's event bodies."""
+    return json.dumps(value, indent=2, ensure_ascii=False).encode()
+
+
+def spaced(value: Any) -> bytes:
+    """Python's default `json.dumps` (`, ` and `: `, ASCII escapes): Dropbox's notifications."""
+    return json.dumps(value).encode()
+
+
+def php_json(value: Any) -> bytes:
+    """PHP's `json_encode` defaults, as WordPress sends: ASCII escapes and `\\/`."""
+    return json.dumps(value, separators=(",", ":")).replace("/", "\\/").encode()
+
+
+def _seed(event_id: str, label: str) -> bytes:
+    return hashlib.sha256(f"{label}\0{event_id}".encode()).digest()
+
+
+def number(event_id: str, label: str, digits: int) -> int:
+    """A number of exactly `digits` digits, derived from the event id."""
+    low = int(10 ** (digits - 1))
+    return low + int.from_bytes(_seed(event_id, label), "big") % (9 * low)
+
+
+def hex_id(event_id: str, label: str, length: int = 40) -> str:
+    """Lower-case hex (a commit sha, a webhook id), derived from the event id."""
+    return hashlib.sha256(_seed(event_id, label)).hexdigest()[:length]
+
+
+def uuid_id(event_id: str, label: str) -> str:
+    """A version-4 UUID derived from the event id."""
+    return str(uuid.UUID(bytes=_seed(event_id, label)[:16], version=4))
+
+
+def token(event_id: str, label: str, length: int, alphabet: str = ALPHANUMERIC) -> str:
+    """`length` characters of `alphabet` (a Slack challenge, Xero's entropy, an account id)."""
+    value = int.from_bytes(_seed(event_id, label) + _seed(event_id, label + "+"), "big")
+    out = []
+    for _ in range(length):
+        value, index = divmod(value, len(alphabet))
+        out.append(alphabet[index])
+    return "".join(out)
+
+
+def iso(timestamp: int, fraction: str = "") -> str:
+    """RFC 3339 in UTC: `2026-12-01T23:06:59Z`, or with `fraction` (`.123456`) before the Z."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+# The type a signer uses when the event has none (`webhooks send SOURCE` without TYPE).
+DEFAULT_TYPES = {
+    "hmac": "order.created",
+    "stripe": "payment_intent.succeeded",
+    "github": "push",
+    "shopify": "orders/create",
+    "slack": "app_mention",
+    "paddle": "transaction.completed",
+    "standard": "invoice.paid",
+    "gitlab": "Push Hook",
+    "meta": "whatsapp_business_account",
+    "twitch": "channel.follow",
+    "zoom": "meeting.started",
+    "woocommerce": "order.created",
+    "dropbox": "notification",
+    "xero": "events",
+}
+
+
+def type_or(event: EventToSign, provider: str) -> str:
+    """The event's type; the provider's usual one (`DEFAULT_TYPES`) when it has none."""
+    return event.event_type or DEFAULT_TYPES[provider]
+
+
+def constant_type(event: EventToSign, provider: str, constant: str) -> None:
+    """Providers whose type is fixed (Dropbox's `notification`): any other is a mistake
+    the receiver would never dispatch, so it is refused rather than silently dropped."""
+    if event.event_type not in ("", constant):
+        raise SigningError(
+            f"{provider} events have no type of their own: the receiver dispatches every "
+            f"one as {constant!r}, not {event.event_type!r}"
+        )
+
+
+def object_data(event: EventToSign, provider: str, what: str) -> dict[str, Any] | None:
+    """`event.data` where the envelope needs a JSON object (None: keep the sample)."""
+    if event.data is None or isinstance(event.data, dict):
+        return event.data
+    given = JSON_NAMES.get(type(event.data), "a number")
+    raise SigningError(
+        f"{provider}: the event data replaces {what} and must be a JSON object, not {given}"
+    )
+
+
+def header_value(value: str, provider: str, header: str, *, secret: bool = False) -> str:
+    """A value the provider sends in a header (an event id, a type, a token): HTTP carries
+    only printable ASCII there, and the receiver refuses an empty one. A secret's value is
+    never repeated in the message."""
+    if not value or not value.isascii() or not value.isprintable():
+        given = "the secret given" if secret else repr(value)
+        raise SigningError(f"{provider} sends {header} in a header: printable ASCII, not {given}")
+    return value
