@@ -26,6 +26,7 @@ from workers.signing.base import (
     hex_hmac,
     require_secret,
 )
+from workers.signing.header_hmac_git import hub_signatures
 from workers.signing.hmac_envelope import (
     ALPHANUMERIC,
     URL_SAFE,
@@ -39,7 +40,6 @@ from workers.signing.hmac_envelope import (
     type_or,
     uuid_id,
 )
-from workers.signing.header_hmac_git import hub_signatures
 
 
 def zoom_signature(key: bytes, timestamp: int, body: bytes) -> str:
