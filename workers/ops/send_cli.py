@@ -55,12 +55,12 @@ def send(
     Exits 1 when the receiver refused it (or could not be reached)."""
     settings = load_settings()
     config = _source(settings, source)
-    endpoint = _endpoint(url, config.name)
+    given = _data(data)
     event = EventToSign(
         event_id=event_id or f"evt_test_{secrets.token_hex(6)}",
         event_type=event_type or DEFAULT_TYPE[config.provider],
-        url=endpoint,
-        data=_data(data),
+        url=_endpoint(url, config.name),
+        data=given,
     )
     keys = Keys(secret or _first_secret(config), _private_key(config))
     try:
