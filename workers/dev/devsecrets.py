@@ -83,7 +83,7 @@ def configured_sources(root: Path = Path()) -> list[tuple[str, str]]:
 
 def source_secret_makers(sources: list[tuple[str, str]]) -> dict[str, Maker]:
     """Variable -> how to make its value, for every source's secret (and Braintree's public
-    key). The caller keeps those already configured or already made."""
+    key, Meta's verify token). The caller keeps those already configured or already made."""
     wanted: dict[str, Maker] = {}
     for name, provider in sources:
         if provider in NOT_HERE or name == "inbound":  # inbound: WEBHOOK_SIGNING_SECRET
@@ -94,6 +94,8 @@ def source_secret_makers(sources: list[tuple[str, str]]) -> dict[str, Maker]:
             wanted["WEBHOOK_SECRET_" + suffix] = _recipe_maker(suffix)
         if provider == "braintree":
             wanted["WEBHOOK_PUBLIC_KEY_" + suffix] = _alnum(16)
+        if provider == "meta":  # the token typed next to the callback URL
+            wanted["WEBHOOK_VERIFY_TOKEN_" + suffix] = _hex
     return wanted
 
 

@@ -1,0 +1,78 @@
+"""`make run` with a source of every provider, then `webhooks send` to each from another
+terminal: each is accepted by the real receiver, the asymmetric ones signed with the
+development key pairs the stack made, and nothing is printed of a secret or a key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from dotenv import dotenv_values
+
+from app.sources import PROVIDERS
+from tests.conftest import ROOT
+from tests.processes import wait_until
+from tests.test_devstack import Terminal, _checkout
+from tests.test_devstack import make_run as make_run  # the fixture
+from workers.dev.stackfile import StackFile
+
+# The README's worked recipe, for the one source of provider `recipe`.
+RECIPE = (
+    '{"signature_header": "X-Acme-Signature", "signature_separator": ",", '
+    '"signature_key": "v1", "signed": "{timestamp}.{body}", "timestamp": "signature:t", '
+    '"id": "header:X-Acme-Delivery", "type": "json:kind", "headers": ["x-acme-delivery"]}'
+)
+
+
+@pytest.mark.e2e
+def test_webhooks_send_is_accepted_for_a_source_of_every_provider_of_make_runs_stack(
+    tmp_path: Path, make_run: Callable[..., Terminal]
+) -> None:
+    root = _checkout(tmp_path)
+    # What a user writes in .env: the sources, and the recipe's scheme; no secret at all.
+    (root / ".env").write_text(
+        f"WEBHOOK_SOURCES={','.join(PROVIDERS)}\nWEBHOOK_RECIPE_RECIPE='{RECIPE}'\n"
+    )
+    terminal = make_run(root)
+    stack_file = root / "var" / "stack.json"
+    wait_until(stack_file.exists, 90, f"make run to start:\n{terminal.output}")
+    for provider in PROVIDERS:
+        assert f"/webhooks/{provider} " in terminal.output, terminal.output
+    clean_env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
+    }
+
+    def send(provider: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+        return provider, subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "webhooks"), "send", provider, "--json"],
+            cwd=root,
+            env=clean_env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    stack = StackFile.read(stack_file)
+    assert stack is not None
+    wait_until(lambda: send("hmac")[1].returncode == 0, 60, "the receiver to accept")
+    with ThreadPoolExecutor(4) as pool:
+        results = dict(pool.map(send, PROVIDERS))
+    answers = {}
+    for provider, result in results.items():
+        assert result.returncode == 0, (provider, result.stdout, result.stderr)
+        answers[provider] = json.loads(result.stdout)
+    assert {p: a["status"] for p, a in answers.items()} == dict.fromkeys(PROVIDERS, "accepted")
+    # Nothing of what signed them was printed: secrets, public keys, private keys.
+    made = {v for v in dotenv_values(root / "var" / "dev.env").values() if v and len(v) >= 16}
+    pems = [p.read_text() for p in (root / "var" / "dev-keys").glob("*.pem")]
+    printed = terminal.output + "".join(r.stdout + r.stderr for r in results.values())
+    assert made and pems
+    assert not [v for v in made if v in printed]
+    assert "PRIVATE KEY" not in printed
