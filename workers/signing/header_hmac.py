@@ -32,7 +32,7 @@ Where the data is the whole body, the body is the data: two event ids with the s
 are then one event to the receiver, which dedupes GitHub, Shopify, GitLab and WooCommerce
 by their signed bytes too (their ids travel unsigned). The same holds for Meta, Zoom and
 Dropbox, whose envelopes have no place of their own for an id (Xero's has: `entropy`).
-An empty type is the provider's usual one (`DEFAULT_TYPES`); Dropbox's and Xero's types
+An empty type is the provider's usual one (`defaults.DEFAULT_TYPE`); Dropbox's and Xero's types
 are fixed (`notification`, `events`): any other is refused.
 
 The signers, by where the id is: in the signed body (`hmac` here; Stripe, Slack and
@@ -53,7 +53,7 @@ from workers.signing import (
     header_hmac_signed_ids,
 )
 from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.hmac_envelope import DEFAULT_TYPES, compact, number, object_data, type_or
+from workers.signing.hmac_envelope import compact, number, object_data, type_or
 
 
 def hmac_signature(key: bytes, body: bytes) -> str:
@@ -87,4 +87,4 @@ SIGNERS: dict[str, Signer] = {
     **header_hmac_digest_ids.SIGNERS,
 }
 
-__all__ = ["DEFAULT_TYPES", "SIGNERS", "hmac_signature", "sign_hmac"]
+__all__ = ["SIGNERS", "hmac_signature", "sign_hmac"]

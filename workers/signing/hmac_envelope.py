@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from workers.signing.base import EventToSign, SigningError
+from workers.signing.defaults import DEFAULT_TYPE
 
 ALPHANUMERIC = string.ascii_letters + string.digits
 URL_SAFE = ALPHANUMERIC + "-_"
@@ -79,28 +80,9 @@ def iso(timestamp: int, fraction: str = "") -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
-# The type a signer uses when the event has none (`webhooks send SOURCE` without TYPE).
-DEFAULT_TYPES = {
-    "hmac": "order.created",
-    "stripe": "payment_intent.succeeded",
-    "github": "push",
-    "shopify": "orders/create",
-    "slack": "app_mention",
-    "paddle": "transaction.completed",
-    "standard": "invoice.paid",
-    "gitlab": "Push Hook",
-    "meta": "whatsapp_business_account",
-    "twitch": "channel.follow",
-    "zoom": "meeting.started",
-    "woocommerce": "order.created",
-    "dropbox": "notification",
-    "xero": "events",
-}
-
-
 def type_or(event: EventToSign, provider: str) -> str:
-    """The event's type; the provider's usual one (`DEFAULT_TYPES`) when it has none."""
-    return event.event_type or DEFAULT_TYPES[provider]
+    """The event's type; the provider's usual one (`DEFAULT_TYPE`) when it has none."""
+    return event.event_type or DEFAULT_TYPE[provider]
 
 
 def constant_type(event: EventToSign, provider: str, constant: str) -> None:
