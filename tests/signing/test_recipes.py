@@ -25,7 +25,6 @@ import svix.webhooks
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 from redis import Redis
-from rq import Queue
 from square.utils.webhooks_helper import verify_signature as square_verify
 
 from app.jobstate import PayloadFormat
@@ -36,6 +35,7 @@ from app.providers.recipe_spec import Origin, Recipe, Unit, template_fields
 from app.settings import Settings, SourceConfig
 from tests.providers.test_recipe import example_request, example_settings
 from tests.providers.test_vectors import VECTORS, Vector
+from tests.signing.harness import Target
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError
 from workers.signing.recipe_samples import SAMPLES
 from workers.signing.recipes import signature_value, signed_message
@@ -371,19 +371,6 @@ def tampers(recipe: Recipe) -> list[Callable[[SignedRequest], SignedRequest]]:
 @pytest.fixture(params=CASES, ids=[c.name for c in CASES])
 def case(request: pytest.FixtureRequest) -> Case:
     return request.param  # type: ignore[no-any-return]
-
-
-@dataclass
-class Target:
-    source: SourceConfig
-    client: TestClient
-    redis: Redis
-
-    def post(self, request: SignedRequest) -> Any:
-        return self.client.post(request.url, content=request.body, headers=request.headers)
-
-    def jobs(self) -> list[Any]:
-        return Queue("webhooks", connection=self.redis).get_jobs()
 
 
 @pytest.fixture

@@ -23,11 +23,11 @@ from fastapi.testclient import TestClient
 from hubspot.utils.signature import Signature as HubSpotSignature
 from mailgun.security import SecurityGuard
 from redis import Redis
-from rq import Queue
 from twilio.request_validator import RequestValidator
 
-from app.settings import Settings, SourceConfig
+from app.settings import Settings
 from tests.providers.test_vectors import TWILIO_URL, VECTORS, twilio_form
+from tests.signing.harness import Target
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError
 from workers.signing.url_and_body import hubspot_signature, twilio_signature
 
@@ -276,19 +276,6 @@ CASES = [
 @pytest.fixture(params=CASES, ids=[c.provider for c in CASES])
 def case(request: pytest.FixtureRequest) -> Case:
     return request.param  # type: ignore[no-any-return]
-
-
-@dataclass
-class Target:
-    source: SourceConfig
-    client: TestClient
-    redis: Redis
-
-    def post(self, request: SignedRequest) -> Any:
-        return self.client.post(request.url, content=request.body, headers=request.headers)
-
-    def jobs(self) -> list[Any]:
-        return Queue("webhooks", connection=self.redis).get_jobs()
 
 
 @pytest.fixture
