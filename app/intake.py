@@ -58,6 +58,38 @@ class NewJob:
     description: str
 
 
+def new_job(
+    settings: Settings,
+    source: SourceConfig,
+    delivery: Delivery,
+    raw: bytes,
+    received_at: float,
+    job_id: str | None = None,
+    duplicate: bool = False,
+) -> NewJob:
+    """The job one verified delivery becomes, before anything is written: the pytest
+    plugin's `webhook_event` builds its `Event` from this too, so it is the receiver's."""
+    description = (
+        f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
+        f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
+    )
+    meta = JobMeta(
+        source=source.name,
+        event_id=delivery.event_id,
+        type=delivery.event_type,
+        received_at=received_at,
+        prefix=settings.webhook_key_prefix,
+        ledger_ttl=settings.webhook_ledger_ttl,
+        payload_format=delivery.payload_format,
+        duplicate=duplicate,
+        budget=settings.webhook_max_retries,
+    )
+    call = EventCall(
+        source.name, delivery.event_id, delivery.event_type, raw, delivery.headers, received_at
+    )
+    return NewJob(job_id or job_id_for(source.name, delivery.event_id), call, meta, description)
+
+
 class Intake:
     """Turns a verified delivery into the scripts' calls that queue it, at most once per id."""
 
@@ -83,26 +115,7 @@ class Intake:
         job_id: str | None = None,
         duplicate: bool = False,
     ) -> NewJob:
-        settings = self.settings
-        description = (
-            f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
-            f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
-        )
-        meta = JobMeta(
-            source=source.name,
-            event_id=delivery.event_id,
-            type=delivery.event_type,
-            received_at=received_at,
-            prefix=settings.webhook_key_prefix,
-            ledger_ttl=settings.webhook_ledger_ttl,
-            payload_format=delivery.payload_format,
-            duplicate=duplicate,
-            budget=settings.webhook_max_retries,
-        )
-        call = EventCall(
-            source.name, delivery.event_id, delivery.event_type, raw, delivery.headers, received_at
-        )
-        return NewJob(job_id or job_id_for(source.name, delivery.event_id), call, meta, description)
+        return new_job(self.settings, source, delivery, raw, received_at, job_id, duplicate)
 
     def claim_call(
         self,

@@ -38,32 +38,37 @@ def redis_client(settings: Settings) -> aioredis.Redis:
     return async_client(settings, RECEIVER)
 
 
-def create_app(settings: Settings | None = None) -> Ingress:
+def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None = None) -> Ingress:
+    """The app; with `redis`, on that client instead of one made from the settings (the
+    pytest plugin's `receiver` gives a fakeredis one), which the caller then closes."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging()
         active = settings if settings is not None else Settings.load()
-        redis = redis_client(active)
-        app.state.receiver = Receiver(active, redis)
+        client = redis_client(active) if redis is None else redis
+        app.state.receiver = Receiver(active, client)
         try:
-            await check_persistence(redis, active)
-            await check_replication(redis, active)
+            await check_persistence(client, active)
+            await check_replication(client, active)
         except ConfigError:
-            await redis.aclose()
+            if redis is None:
+                await client.aclose()
             raise
         logger.info(
             "receiver started",
             extra={"sources": {n: s.provider for n, s in active.sources.items()}},
         )
         # The Events page's picture of the last day, off the request path (app/timeline.py).
-        timeline = await start_timeline(redis, active.webhook_key_prefix, active.sources)
+        timeline = await start_timeline(client, active.webhook_key_prefix, active.sources)
         try:
             yield
         finally:
             timeline.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timeline
-            await redis.aclose()
+            if redis is None:
+                await client.aclose()
 
     # No interactive docs: the public surface is the webhook routes and the probes.
     app = FastAPI(

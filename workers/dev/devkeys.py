@@ -271,12 +271,30 @@ def dev_keys(
             path.chmod(0o600)
         key = DevKey(name, provider, pem)
         if provider == "plaid":
-            # Plaid's client ids are 24 hex characters; this one is named after the key.
             own = configured_value("WEBHOOK_CLIENT_ID_" + env_suffix(name), root).strip()
-            derived = hashlib.sha256(public_der(key.private.public_key())).hexdigest()[:24]
-            key = DevKey(name, provider, pem, own or derived)
+            key = DevKey(name, provider, pem, own or derived_client_id(key))
         made.append(key)
     return made
+
+
+def derived_client_id(key: DevKey) -> str:
+    """Plaid's client ids are 24 hex characters; this one is named after the key."""
+    return hashlib.sha256(public_der(key.private.public_key())).hexdigest()[:24]
+
+
+def throwaway_key(source: str, provider: str) -> DevKey:
+    """A key pair of the provider's kind kept in memory only, never written: the pytest
+    plugin's, made for each asymmetric source a test run uses."""
+    key = DevKey(source, provider, _make(provider))
+    return DevKey(source, provider, key.pem, derived_client_id(key)) if provider == "plaid" else key
+
+
+def signing_pem(key: DevKey, key_server: str | None) -> bytes:
+    """What a signer signs with (`Keys.private_key`): the key's PEM, and for SNS the
+    `SigningCertURL:` line naming its certificate on the key server at `key_server`."""
+    if key.provider == "sns" and key_server:
+        return f"{SIGNING_CERT_URL}: {key_server}{key.certificate_path}\n".encode() + key.pem
+    return key.pem
 
 
 def needs_key_server(keys: Sequence[DevKey]) -> bool:
@@ -345,12 +363,7 @@ def private_key_for(source_name: str, root: Path = Path()) -> bytes | None:
     key = keys.get(source_name)
     if key is None:
         return None
-    pem = key.pem
-    if key.provider == "sns":
-        url = key_server_url(root)
-        if url:
-            pem = f"{SIGNING_CERT_URL}: {url}{key.certificate_path}\n".encode() + pem
-    return pem
+    return signing_pem(key, key_server_url(root))
 
 
 def served_by(keys: Sequence[DevKey]) -> Mapping[str, DevKey]:

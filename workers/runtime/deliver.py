@@ -5,11 +5,17 @@ handler's version guard found a newer version already applied) in the job's meta
 RQ hands to the worker's success handling in the same process; it returns the same word.
 `PermanentError` empties the job's retry budget before RQ decides, so RQ moves it straight
 to the failed registry, our dead-letter store.
+
+The handlers themselves run in `registry.run_handlers`, which the pytest plugin's
+`deliver` fixture calls too; the plugin's `receiver` runs this very function in its own
+process, and hears each job's end through `watching`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
@@ -20,8 +26,15 @@ from rq.job import Job
 from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
 from app.keys import Keys
 from workers.event import Event, PermanentError
-from workers.registry import registry, run_handler
-from workers.versions import JobContext, current, newer_version
+from workers.registry import HandlerRun, Registered, registry, run_handlers
+from workers.versions import JobContext, current
+
+# Hears how each job's handlers ended: the event, the matching handlers, each one's end,
+# and the exception that ended the run (None when none did). Only the pytest plugin sets
+# it, while it runs the worker in its own process; None in production, which costs one
+# lookup per job.
+Watcher = Callable[[Event, list[Registered], list[HandlerRun], BaseException | None], None]
+watching: ContextVar[Watcher | None] = ContextVar("webhook_watcher", default=None)
 
 
 def deliver(*args: Any) -> str:
@@ -30,9 +43,36 @@ def deliver(*args: Any) -> str:
     job = get_current_job()
     meta = JobMeta.from_meta(job.meta) if job is not None else None
     entries = registry.handlers_for(call.source, call.type)
+    watcher = watching.get()
     if not entries:
+        if watcher is not None:  # an ignored event is not even parsed otherwise
+            watcher(event_of(call, meta), entries, [], None)
         return _ran(job, meta, EventStatus.IGNORED)
-    event = Event(
+    event = event_of(call, meta)
+    token = current.set(_context(job, meta)) if job is not None and meta else None
+    runs: list[HandlerRun] = []
+    try:
+        ran = run_handlers(event, entries, runs.append if watcher is not None else None)
+    except Exception as exc:
+        if watcher is not None:
+            watcher(event, entries, runs, exc)
+        if isinstance(exc, PermanentError) and job is not None and meta is not None:
+            job.retries_left = 0
+            meta.permanent = True
+            job.meta = meta.to_meta()
+        raise
+    finally:
+        if token is not None:
+            current.reset(token)
+    if watcher is not None:
+        watcher(event, entries, runs, None)
+    return _ran(job, meta, EventStatus.DONE if ran else EventStatus.STALE)
+
+
+def event_of(call: EventCall, meta: JobMeta | None) -> Event:
+    """The `Event` a handler receives, from the job's call and meta: the worker's job and
+    the pytest plugin's `webhook_event` build it here alike."""
+    return Event(
         source=call.source,
         id=call.event_id,
         type=call.type,
@@ -42,25 +82,6 @@ def deliver(*args: Any) -> str:
         received_at=datetime.fromtimestamp(call.received_at, UTC),
         attempt=meta.attempts if meta else 1,
     )
-    token = current.set(_context(job, meta)) if job is not None and meta else None
-    ran = 0
-    try:
-        for entry in entries:
-            guard = entry.guard
-            if guard is not None and not newer_version(event, guard.entity, guard.version):
-                continue
-            run_handler(entry.func, event)
-            ran += 1
-    except PermanentError:
-        if job is not None and meta is not None:
-            job.retries_left = 0
-            meta.permanent = True
-            job.meta = meta.to_meta()
-        raise
-    finally:
-        if token is not None:
-            current.reset(token)
-    return _ran(job, meta, EventStatus.DONE if ran else EventStatus.STALE)
 
 
 def _ran(job: Job | None, meta: JobMeta | None, status: EventStatus) -> str:
