@@ -29,12 +29,12 @@ run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
 
 lint: install-test
-	$(BIN)/ruff check app workers tests examples bench
-	$(BIN)/ruff format --check app workers tests examples bench
+	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench
+	$(BIN)/ruff format --check app workers pytest_webhook_receiver tests examples bench
 
 format: install-test
-	$(BIN)/ruff check --fix app workers tests examples bench
-	$(BIN)/ruff format app workers tests examples bench
+	$(BIN)/ruff check --fix app workers pytest_webhook_receiver tests examples bench
+	$(BIN)/ruff format app workers pytest_webhook_receiver tests examples bench
 
 typecheck: install-test
 	$(BIN)/mypy
