@@ -12,7 +12,7 @@ collection with one line that says why and what to do (exit status 4, a usage er
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +21,8 @@ import pytest
 from pytest_webhook_receiver.clash import clash
 
 if TYPE_CHECKING:
-    from workers.event import Event
     from workers.testing.client import ReceiverClient
-    from workers.testing.outcome import Outcome
-    from workers.testing.plugin import SignedParts
+    from workers.testing.plugin import Deliver, EventFactory, RequestSigner
     from workers.testing.settings import FixtureSettings, Secrets
 
 FIXTURES = ("webhook_event", "deliver", "signed_request", "receiver")
@@ -142,7 +140,7 @@ def _webhooks_setup(
 
 
 @pytest.fixture
-def webhook_event(_webhooks_setup: FixtureSettings) -> Callable[..., Event]:
+def webhook_event(_webhooks_setup: FixtureSettings) -> EventFactory:
     """`webhook_event(source, type=None, payload=None, *, id=None, headers=None, attempt=1,
     received_at=None)`: the `Event` a handler receives, from a request signed by the
     provider's signer and checked by the source's verifier."""
@@ -152,7 +150,7 @@ def webhook_event(_webhooks_setup: FixtureSettings) -> Callable[..., Event]:
 
 
 @pytest.fixture
-def deliver(_webhooks_setup: FixtureSettings) -> Callable[[Event], Outcome]:
+def deliver(_webhooks_setup: FixtureSettings) -> Deliver:
     """`deliver(event)`: run the registered handlers as the worker does; the `Outcome`
     names each by its function name (done, failed with its error, stale, not_run)."""
     from workers.testing import plugin
@@ -161,7 +159,7 @@ def deliver(_webhooks_setup: FixtureSettings) -> Callable[[Event], Outcome]:
 
 
 @pytest.fixture
-def signed_request(_webhooks_setup: FixtureSettings) -> Callable[..., SignedParts]:
+def signed_request(_webhooks_setup: FixtureSettings) -> RequestSigner:
     """`signed_request(source, payload=None, *, type=None, id=None, secret=None,
     private_key=None, url=None, timestamp=None)`: `(headers, body)` as the provider sends."""
     from workers.testing import plugin

@@ -2,20 +2,25 @@
 "Testing your handlers"). The fixtures come from the entry point `pytest_webhook_receiver`;
 these are the types to annotate a test with:
 
-    from workers.testing import Outcome, ReceiverClient
+    from workers.testing import Deliver, EventFactory, ReceiverClient, RequestSigner
+
+    def test_paid(webhook_event: EventFactory, deliver: Deliver) -> None: ...
 """
 
 from workers.registry import HandlerState
 from workers.testing.client import ReceiverClient
 from workers.testing.events import WebhookTestError
 from workers.testing.outcome import HandlerResult, Outcome, Status
-from workers.testing.plugin import SignedParts
+from workers.testing.plugin import Deliver, EventFactory, RequestSigner, SignedParts
 
 __all__ = [
+    "Deliver",
+    "EventFactory",
     "HandlerResult",
     "HandlerState",
     "Outcome",
     "ReceiverClient",
+    "RequestSigner",
     "SignedParts",
     "Status",
     "WebhookTestError",

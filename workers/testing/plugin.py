@@ -15,10 +15,10 @@ merely installing webhook-receiver never puts its `app` in front of a user's own
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from redis import Redis
 
@@ -40,6 +40,40 @@ class SignedParts(NamedTuple):
 
     headers: dict[str, str]
     body: bytes
+
+
+# The fixtures' types, for annotating tests: `def test_x(webhook_event: EventFactory)`.
+class EventFactory(Protocol):
+    def __call__(
+        self,
+        source: str,
+        type: str | None = None,
+        payload: Any = None,
+        *,
+        id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        attempt: int = 1,
+        received_at: datetime | None = None,
+    ) -> Event: ...
+
+
+class Deliver(Protocol):
+    def __call__(self, event: Event) -> Outcome: ...
+
+
+class RequestSigner(Protocol):
+    def __call__(
+        self,
+        source: str,
+        payload: Any = None,
+        *,
+        type: str | None = None,
+        id: str | None = None,
+        secret: str | None = None,
+        private_key: bytes | None = None,
+        url: str | None = None,
+        timestamp: int | None = None,
+    ) -> SignedParts: ...
 
 
 def fixture_settings(
@@ -69,7 +103,7 @@ def keep_registry(stack: ExitStack) -> None:
     stack.callback(registry.restore, registry.snapshot())
 
 
-def event_factory(setup: FixtureSettings) -> Callable[..., Event]:
+def event_factory(setup: FixtureSettings) -> EventFactory:
     def webhook_event(
         source: str,
         type: str | None = None,
@@ -94,7 +128,7 @@ def event_factory(setup: FixtureSettings) -> Callable[..., Event]:
     return webhook_event
 
 
-def deliverer(setup: FixtureSettings) -> Callable[[Event], Outcome]:
+def deliverer(setup: FixtureSettings) -> Deliver:
     store = fake_client(fake_server())  # one per test: versions applied in it stay in it
 
     def deliver(event: Event) -> Outcome:
@@ -103,7 +137,7 @@ def deliverer(setup: FixtureSettings) -> Callable[[Event], Outcome]:
     return deliver
 
 
-def signer(setup: FixtureSettings) -> Callable[..., SignedParts]:
+def signer(setup: FixtureSettings) -> RequestSigner:
     def signed_request(
         source: str,
         payload: Any = None,
