@@ -27,6 +27,9 @@ from workers.registry import registry
 from workers.runtime.run import build_worker
 from workers.runtime.worker import WebhookWorker
 
+# tests/testing/ runs user-style test modules through pytest itself, with the plugin.
+pytest_plugins = ["pytester"]
+
 SECRET = "test-secret-of-inbound"
 # The dashboard login, in the settings tests build and in the stacks they start.
 AUTH = ("ops", "dashboard-password")

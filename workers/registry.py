@@ -85,6 +85,9 @@ class HandlerState(StrEnum):
     # retry runs every handler again, so it is not skipped for good.
     NOT_RUN = "not_run"
 
+    def __repr__(self) -> str:  # 'done', not <HandlerState.DONE: 'done'>, in a test's diff
+        return repr(self.value)
+
 
 @dataclass(frozen=True, slots=True)
 class HandlerRun:

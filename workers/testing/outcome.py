@@ -27,6 +27,9 @@ class Status(StrEnum):
     # or dead-letters at once when it was a `PermanentError` (`Outcome.permanent`).
     FAILED = "failed"
 
+    def __repr__(self) -> str:  # 'done', not <Status.DONE: 'done'>, in a test's diff
+        return repr(self.value)
+
 
 @dataclass(frozen=True, slots=True)
 class HandlerResult:
@@ -52,6 +55,15 @@ class Outcome:
     def states(self) -> dict[str, HandlerState]:
         """Each handler's name and state, in the order they run: one assertion's worth."""
         return {result.name: result.state for result in self.handlers}
+
+    def __repr__(self) -> str:
+        """What a failed assertion shows: the event, the end, each handler's, the error."""
+        ends = ", ".join(
+            f"{r.name}: {r.state}" + (f" ({type(r.error).__name__}: {r.error})" if r.error else "")
+            for r in self.handlers
+        )
+        event = self.event
+        return f"<Outcome {self.status} of {event.source} {event.type!r} {event.id!r}: [{ends}]>"
 
     def __getitem__(self, name: str) -> HandlerResult:
         for result in self.handlers:
