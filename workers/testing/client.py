@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import signal
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 from rq.job import Job
@@ -29,6 +29,12 @@ from workers.registry import HandlerRun, Registered
 from workers.runtime.deliver import watching
 from workers.runtime.run import build_worker
 from workers.testing.outcome import Outcome, outcome_of
+
+with warnings.catch_warnings():
+    # Starlette's TestClient still runs on httpx, and says so on import: in a user's test
+    # run that is our choice to make, not a warning of theirs.
+    warnings.filterwarnings("ignore", "Using `httpx` with `starlette.testclient`")
+    from fastapi.testclient import TestClient
 
 # What RQ's worker sets for itself (stop requests, job deadlines) and does not give back.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)

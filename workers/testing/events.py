@@ -84,12 +84,12 @@ def sign(
         data=payload,
         timestamp=int(time.time()) if timestamp is None else timestamp,
     )
+    if secret is None:
+        secret = config.secrets[0].get_secret_value() if config.secrets else ""
     own = setup.keys.get(source)
-    keys = Keys(
-        config.secrets[0].get_secret_value() if secret is None and config.secrets else secret or "",
-        private_key or (signing_pem(own, setup.key_server) if own is not None else b""),
-    )
-    return SIGNERS[config.provider](config, event, keys)
+    if private_key is None:
+        private_key = signing_pem(own, setup.key_server) if own is not None else b""
+    return SIGNERS[config.provider](config, event, Keys(secret, private_key))
 
 
 def build_event(
