@@ -100,8 +100,12 @@ def _endpoint(url: str | None, source: str) -> str:
     stack's receiver without it."""
     path = f"/webhooks/{source}"
     if url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(url)
+            httpx.URL(url)  # what the post will parse: a bad port or character is said here
+        except (ValueError, httpx.InvalidURL):
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise CommandError(f"--url must be http(s)://HOST[:PORT][/PATH], not {url!r}")
         return url if parts.path.strip("/") else url.rstrip("/") + path
     found = find_stack()
