@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import click
 import httpx
 
+from app.providers.json_body import strict_json
 from app.settings import Settings, SourceConfig
 from workers.dev.stackfile import find_stack
 from workers.ops.common import CommandError, cell, load_settings
@@ -127,9 +128,13 @@ def _data(given: str | None) -> Any:
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"--data {given}: cannot read it ({type(exc).__name__})") from None
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        # Strictly, as the receiver parses: NaN, 1e999 and a lone surrogate ("\\ud800",
+        # which no UTF-8 body can carry) are refused here, not sent or a traceback.
+        value = strict_json(text)
+        json.dumps(value, ensure_ascii=False).encode()
+    except (ValueError, RecursionError) as exc:
         raise CommandError(f"--data is not JSON: {exc}") from None
+    return value
 
 
 def _post(request: SignedRequest) -> httpx.Response:
