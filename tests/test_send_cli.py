@@ -105,8 +105,14 @@ def test_a_wrong_secret_is_refused_and_the_exit_status_says_so(
     [
         (["send", "nosuch"], "unknown source 'nosuch'; configured sources: inbound, stripe"),
         (["send", "stripe", "--data", "{not json"], "--data is not JSON"),
+        (["send", "stripe", "--data", '{"a": NaN}'], "--data is not JSON"),
+        (["send", "stripe", "--data", '{"a": 1e999}'], "--data is not JSON"),
+        (["send", "inbound", "--data", '{"a": "\\ud800"}'], "--data is not JSON"),
         (["send", "stripe", "--data", "@missing.json"], "--data @missing.json: cannot read it"),
         (["send", "stripe", "--url", "ftp://x"], "--url must be http(s)://"),
+        (["send", "stripe", "--url", "http://[::1"], "--url must be http(s)://"),
+        (["send", "stripe", "--url", "http://127.0.0.1:abc"], "--url must be http(s)://"),
+        (["send", "stripe", "--url", "http://127.0.0.1:9/a\nb"], "--url must be http(s)://"),
         (["send", "stripe"], "no `make run` stack of this checkout is up"),
     ],
 )

@@ -130,9 +130,11 @@ def _event(item: Mapping[str, Any]) -> Delivery:
 
 
 def _alone(live: object, item: Mapping[str, Any]) -> bytes:
-    """One item as a notification of its own, as Adyen sends a batch of one."""
+    """One item as a notification of its own, as Adyen sends a batch of one. ASCII, with
+    escapes: an unsigned field may hold a lone surrogate ("\\ud800", valid JSON), which
+    no UTF-8 encoder takes."""
     wrapped = {"live": live, "notificationItems": [{"NotificationRequestItem": item}]}
-    return json.dumps(wrapped, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(wrapped, separators=(",", ":")).encode()
 
 
 def _items(payload: Any) -> list[dict[str, Any]]:

@@ -127,9 +127,13 @@ class DevKey:
 
     @property
     def certificate(self) -> bytes:
-        """SNS: the certificate's PEM, as the key server serves it."""
+        """SNS: the certificate's PEM, as the key server serves it: parsed and written
+        again, never a slice of the file, which may hold the private key after it."""
         start = self.pem.find(b"-----BEGIN CERTIFICATE-----")
-        return self.pem[start:] if start >= 0 else b""
+        if start < 0:
+            return b""
+        parsed = x509.load_pem_x509_certificate(self.pem[start:])
+        return parsed.public_bytes(serialization.Encoding.PEM)
 
     @property
     def public_value(self) -> str:

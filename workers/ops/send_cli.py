@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import click
 import httpx
 
+from app.providers.json_body import strict_json
 from app.settings import Settings, SourceConfig
 from workers.dev.stackfile import find_stack
 from workers.ops.common import CommandError, cell, load_settings
@@ -100,8 +101,12 @@ def _endpoint(url: str | None, source: str) -> str:
     stack's receiver without it."""
     path = f"/webhooks/{source}"
     if url:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        try:
+            parts = urlsplit(url)
+            httpx.URL(url)  # what the post will parse: a bad port or character is said here
+        except (ValueError, httpx.InvalidURL):
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             raise CommandError(f"--url must be http(s)://HOST[:PORT][/PATH], not {url!r}")
         return url if parts.path.strip("/") else url.rstrip("/") + path
     found = find_stack()
@@ -123,9 +128,13 @@ def _data(given: str | None) -> Any:
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"--data {given}: cannot read it ({type(exc).__name__})") from None
     try:
-        return json.loads(text)
-    except ValueError as exc:
+        # Strictly, as the receiver parses: NaN, 1e999 and a lone surrogate ("\\ud800",
+        # which no UTF-8 body can carry) are refused here, not sent or a traceback.
+        value = strict_json(text)
+        json.dumps(value, ensure_ascii=False).encode()
+    except (ValueError, RecursionError) as exc:
         raise CommandError(f"--data is not JSON: {exc}") from None
+    return value
 
 
 def _post(request: SignedRequest) -> httpx.Response:
