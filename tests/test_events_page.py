@@ -235,3 +235,11 @@ def test_no_secret_appears_on_the_events_pages(site: Site) -> None:
     pages = [site.get("/events"), site.get("/events/event", source="inbound", id="evt_fail")]
     for page in pages:
         assert SECRET not in page and AUTH[1] not in page
+
+
+def test_a_payload_holding_a_lone_surrogate_escape_is_shown_not_a_500(site: Site) -> None:
+    # Valid JSON (`"\ud800"`), in a field no signature covers: the page must still render.
+    site.harness.event("evt_odd", "fail.sync", note="\ud800")
+    site.harness.drain()
+    page = site.get("/events/event", source="inbound", id="evt_odd")
+    assert "\\ud800" in unescape(page)

@@ -62,7 +62,13 @@ def payload_of(record: LedgerRecord) -> Payload:
         return Payload(encoded, "binary (base64)", size, size > SHOWN_PAYLOAD)
     if record.payload_format is PayloadFormat.JSON and size <= SHOWN_PAYLOAD:
         try:
-            pretty = json.dumps(json.loads(decoded), indent=2, ensure_ascii=False)
+            parsed = json.loads(decoded)
+            pretty = json.dumps(parsed, indent=2, ensure_ascii=False)
+            if not pretty.isascii():
+                try:
+                    pretty.encode()
+                except UnicodeEncodeError:  # a lone surrogate (`"\ud800"` is valid JSON)
+                    pretty = json.dumps(parsed, indent=2)
             return Payload(pretty, "JSON", size, False)
         except ValueError:
             pass
