@@ -213,7 +213,13 @@ def declares_its_id_signed(sample: Sample) -> bool:
     return verifier_for(source, KeyFetcher.from_settings(settings)).id_signed
 
 
-UNSIGNED = [sample.name for sample in signed_now() if not declares_its_id_signed(sample)]
+# Zendesk's id comes from its body unless the body has none: "zendesk (no body id)" is the
+# sample whose id moves, so the body-id one would prove nothing here.
+UNSIGNED = [
+    sample.name
+    for sample in signed_now()
+    if not declares_its_id_signed(sample) and sample.name != "zendesk"
+]
 
 
 @pytest.fixture
@@ -244,6 +250,7 @@ def test_a_captured_request_resent_under_another_unsigned_id_queues_nothing(
     # The attacker's side: every change the verifier lets through under a new id is a
     # replay of the captured event, and the receiver's dedupe by what is signed stops it.
     moved = set(moved_ids(sample, make_settings, make_client, redis))
+    assert moved, f"{sample.name}: no change moves its id, so this proves nothing"
     client = make_client(make_settings(**sample.config))
     assert new_event_id(client, redis, sample, sample.request) is not None
     replayed = [
