@@ -76,6 +76,9 @@ PER_SOURCE_PREFIXES = (
     "WEBHOOK_DEDUPE_TTL_",
     *PROVIDER_VARIABLES,
 )
+# Providers whose generated secrets hold commas (WooCommerce's come from WordPress's
+# password characters): their secrets are given as a JSON list, never split on commas.
+COMMA_SECRETS = frozenset({"woocommerce"})
 # Providers that authenticate without a shared secret or key of the source's own.
 KEYLESS = frozenset({"sns"})
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -188,7 +191,9 @@ def resolve_sources(
             name=name,
             provider=provider,
             secrets=(
-                () if provider in KEYLESS else _secrets_of(name, per_source, defaults.legacy_secret)
+                ()
+                if provider in KEYLESS
+                else _secrets_of(name, provider, per_source, defaults.legacy_secret)
             ),
             tolerance=own_tolerance or defaults.tolerance,
             dedupe_ttl=_int_of("WEBHOOK_DEDUPE_TTL_", name, per_source, defaults.dedupe_ttl),
@@ -203,10 +208,19 @@ def resolve_sources(
 
 
 def _secrets_of(
-    source: str, per_source: Mapping[str, str], legacy: SecretStr | None
+    source: str, provider: str, per_source: Mapping[str, str], legacy: SecretStr | None
 ) -> tuple[SecretStr, ...]:
     variable = "WEBHOOK_SECRET_" + env_suffix(source)
     given = [(variable, per_source.get(variable, ""))]
+    value = given[0][1].strip()
+    if provider in COMMA_SECRETS and "," in value and not value.startswith("["):
+        # Split, its fragments could each be long enough to pass as keys, and every
+        # delivery would then be a 401 with nothing said at startup.
+        raise ConfigError(
+            f"{variable}: {provider} secrets may hold commas, so this one is not split: "
+            f"write it as a JSON list, {variable}='[\"<secret>\"]' (several: "
+            '["old", "new"])'
+        )
     if source == LEGACY_SOURCE and legacy is not None:
         given.append(("WEBHOOK_SIGNING_SECRET", legacy.get_secret_value()))
     secrets = []

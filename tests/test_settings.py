@@ -81,13 +81,24 @@ def test_a_provider_whose_own_secrets_are_shorter_keeps_its_own_minimum(
 def test_a_secret_with_a_comma_split_into_short_fragments_stops_startup_with_the_json_form() -> (
     None
 ):
-    # WooCommerce generates secrets with punctuation: read as a rotation list, the fragments
-    # would be weak keys that verify while the real secret never does.
+    # A generator with punctuation (a password manager's, for a GitHub secret): read as a
+    # rotation list, the fragments would be weak keys while the real secret never verifies.
     generated = "Zq8,Lm3#vX,pR7!tY2@uW9$kE5%"
+    with pytest.raises(ConfigError) as raised:
+        load(webhook_sources="gh:github", per_source={"WEBHOOK_SECRET_GH": generated})
+    message = str(raised.value)
+    assert "shorter than" in message and "JSON list" in message, message
+    assert all(part not in message for part in generated.split(","))
+
+
+def test_a_woocommerce_secret_with_a_comma_is_never_split_even_into_long_fragments() -> None:
+    # Two 20-character fragments would pass the minimum, and every genuine delivery would
+    # then be a 401 with nothing said at startup.
+    generated = "Zq8#Lm3$vXpR7!tY2@uW,9kE5%aB1^cD3&eF7*gH"
     with pytest.raises(ConfigError) as raised:
         load(webhook_sources="woo:woocommerce", per_source={"WEBHOOK_SECRET_WOO": generated})
     message = str(raised.value)
-    assert "shorter than" in message and "JSON list" in message, message
+    assert "JSON list" in message and generated not in message, message
     assert all(part not in message for part in generated.split(","))
 
 
