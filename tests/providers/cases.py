@@ -6,12 +6,14 @@ The source of each case is named after its provider and served at /webhooks/<pro
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.sources import COMMA_SECRETS
 from tests.providers import fake_keys
 from tests.providers import signing as s
 from tests.providers.signing import Key, Request
@@ -77,7 +79,10 @@ class Case:
         name = self.provider.upper()
         per_source = {f"WEBHOOK_{k}_{name}": v for k, v in self._variables(keys).items()}
         if keys[0].secret:
-            per_source[f"WEBHOOK_SECRET_{name}"] = ",".join(k.secret for k in keys)
+            secrets = [k.secret for k in keys]
+            per_source[f"WEBHOOK_SECRET_{name}"] = (
+                json.dumps(secrets) if self.provider in COMMA_SECRETS else ",".join(secrets)
+            )
         per_source.update(extra.pop("per_source", {}))
         return {
             "webhook_sources": self.provider,
