@@ -194,3 +194,18 @@ def test_refusals_during_a_lockout_are_counted_in_the_next_failure_line(
     dashboard.login("a-guess")
     last = _failure_lines(caplog)[-1].__dict__
     assert (last["failures"], last["refused_while_locked"], last["locked_for"]) == (6, 7, 2)
+
+
+def test_a_guesser_with_more_addresses_than_remembered_never_flushes_a_lockout(
+    make_dashboard: Callable[..., Dashboard],
+) -> None:
+    # The attacker's side: were locked records dropped to make room, rotating over more
+    # addresses than the brake remembers would hand each one five fresh guesses a round.
+    dashboard = make_dashboard(max_clients=50)
+    addresses = [f"10.1.{n // 256}.{n % 256}" for n in range(120)]
+    for address in addresses:
+        dashboard.fail(6, address=address)
+    assert dashboard.brake.remembered == 50
+    assert dashboard.login(AUTH[1], address=addresses[0]).status_code == 429
+    # The addresses it could not remember share one record, locked like any other.
+    assert dashboard.login(AUTH[1], address="10.9.9.9").status_code == 429

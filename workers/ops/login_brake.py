@@ -14,9 +14,13 @@ nothing is logged. With it:
   and a guesser whose requests slept in them would lock every operator out;
 - a locked-out client's next attempt locks it again before its password is compared, so
   concurrent requests cannot slip several guesses into one opening;
-- memory is bounded: at most MAX_CLIENTS addresses are remembered (the least recent
-  dropped first) and a client's failures are forgotten FORGET_AFTER seconds after its last.
-  An IPv6 client counts by its /64, which one host usually holds whole.
+- memory is bounded: at most MAX_CLIENTS addresses are remembered and a client's failures
+  are forgotten FORGET_AFTER seconds after its last. To make room, a forgotten record goes
+  first, then the least recent one still within its free failures; never one past them,
+  as dropping it would hand its guesser fresh tries (a /48 holds 65,536 /64s). When every
+  record is past them, the addresses not remembered share one record, so a guesser with
+  more addresses than MAX_CLIENTS is braked as one. An IPv6 client counts by its /64,
+  which one host usually holds whole.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ class LoginBrake:
         self.clock = clock
         self.max_clients = max_clients
         self._clients: OrderedDict[str, _Client] = OrderedDict()
+        # Shared by the addresses not remembered while every record is past its free tries.
+        self._overflow = _Client()
         # waitress's threads share it.
         self._lock = threading.Lock()
 
@@ -103,7 +109,9 @@ class LoginBrake:
         with self._lock:
             entry = self._current(client, now)
             if entry is None:
-                return 0.0
+                if self._room(now):
+                    return 0.0
+                entry = self._shared(now)
             if entry.locked_until > now:
                 entry.refused += 1
                 return entry.locked_until - now
@@ -114,13 +122,18 @@ class LoginBrake:
     def failed(self, client: str) -> Failure:
         now = self.clock()
         with self._lock:
-            entry = self._current(client, now) or self._add(client, now)
+            entry = self._current(client, now)
+            if entry is None and self._room(now):
+                entry = self._clients[client] = _Client()
+            if entry is None:
+                entry = self._shared(now)
+            else:
+                self._clients.move_to_end(client)
             entry.failures += 1
             entry.last_failure = now
             locked_for = lockout(entry.failures)
             entry.locked_until = now + locked_for if locked_for else 0.0
             refused, entry.refused = entry.refused, 0
-            self._clients.move_to_end(client)
             return Failure(entry.failures, locked_for, refused)
 
     def succeeded(self, client: str) -> None:
@@ -135,16 +148,21 @@ class LoginBrake:
             return None
         return entry
 
-    def _add(self, client: str, now: float) -> _Client:
-        # Forgotten ones first, then the least recent: a guesser with many addresses
-        # cannot make this grow, only forget (its own) earlier failures.
-        while self._clients:
-            oldest = next(iter(self._clients.values()))
-            if now - oldest.last_failure <= FORGET_AFTER and len(self._clients) < self.max_clients:
-                break
-            self._clients.popitem(last=False)
-        entry = self._clients[client] = _Client()
-        return entry
+    def _room(self, now: float) -> bool:
+        """Room for one more record: a forgotten one goes first, then the least recent one
+        still within its free failures; never one past them (see the module's docstring)."""
+        if len(self._clients) < self.max_clients:
+            return True
+        for key, entry in self._clients.items():
+            if now - entry.last_failure > FORGET_AFTER or entry.failures < FREE_FAILURES:
+                del self._clients[key]
+                return True
+        return False
+
+    def _shared(self, now: float) -> _Client:
+        if now - self._overflow.last_failure > FORGET_AFTER:
+            self._overflow = _Client()
+        return self._overflow
 
 
 def shown_user(given: str, redact: Callable[[str], str]) -> str:
