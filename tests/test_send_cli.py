@@ -134,10 +134,12 @@ def test_a_source_without_its_secret_is_one_line_naming_the_variable(
 
 
 def test_a_receiver_that_is_down_is_one_line_and_exit_1(configured: None) -> None:
+    # Bound but not listening, for the whole test: connecting is refused, and no other
+    # test's server can take the port meanwhile.
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    result = webhooks("send", "inbound", "--url", f"http://127.0.0.1:{port}")
+        result = webhooks("send", "inbound", "--url", f"http://127.0.0.1:{port}")
     assert result.exit_code == 1
     assert "cannot reach the receiver at" in one_line(result.stderr)
 

@@ -55,7 +55,7 @@ from dotenv import dotenv_values
 from app.settings import DEFAULT_FETCH_ALLOW
 from app.sources import DEFAULT_PROVIDER, env_suffix
 from workers.dev.stackfile import VAR, configured
-from workers.signing.asymmetric import (
+from workers.signing.asymmetric_keys import (
     SIGNING_CERT_URL,
     plaid_jwk,
     plaid_key_id,
