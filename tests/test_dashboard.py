@@ -31,6 +31,15 @@ def test_the_dashboard_refuses_to_start_without_credentials(
         create_dashboard(make_settings(**{missing: None}))
 
 
+def test_the_dashboard_refuses_a_password_a_distributed_guesser_could_reach(
+    make_settings: Callable[..., Settings],
+) -> None:
+    # The attacker's side: the brake slows each address, not a guesser with thousands.
+    with pytest.raises(ConfigError, match="at least 16 characters") as raised:
+        create_dashboard(make_settings(rq_dashboard_password="hunter2-short"))
+    assert "hunter2-short" not in str(raised.value)
+
+
 @pytest.mark.parametrize("auth", [None, (AUTH[0], "wrong"), ("other", AUTH[1]), ("", "")])
 def test_every_page_needs_the_login(
     make_settings: Callable[..., Settings], redis: Redis, auth: tuple[str, str] | None

@@ -39,6 +39,9 @@ from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
+# The login brake slows each address; against many, only the password's length does.
+MIN_PASSWORD_LENGTH = 16
+
 
 def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
     username = settings.rq_dashboard_username or ""
@@ -51,6 +54,12 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         raise ConfigError(
             "RQ_DASHBOARD_USERNAME and RQ_DASHBOARD_PASSWORD must be set: the dashboard "
             "can requeue and delete events, so it never runs without a login"
+        )
+    if len(password) < MIN_PASSWORD_LENGTH:
+        # The brake slows one address; a guesser with many is slowed only by the length.
+        raise ConfigError(
+            f"RQ_DASHBOARD_PASSWORD must be at least {MIN_PASSWORD_LENGTH} characters "
+            "(e.g. `openssl rand -base64 24`): the dashboard can requeue and delete events"
         )
     expected_user, expected_password = username.encode(), password.encode()
     brake = brake or LoginBrake()
