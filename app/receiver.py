@@ -7,7 +7,6 @@ Kept apart from the HTTP layer so the route stays a few lines and the order of t
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import time
 from dataclasses import dataclass
@@ -86,15 +85,8 @@ class Receiver:
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
             return Outcome(body={}, reply=delivery.reply)
-        # The signature does not cover the id: what it covers is claimed too. A signed body
-        # is claimed under its type, as a provider may send one body under two topics
-        # (Shopify's products/create and products/update): two events. Not a signed nonce
-        # (Mailgun's token): the rest of that body, the type too, is the sender's.
-        digest = None
-        if not verifier.id_signed:
-            kind = delivery.event_type.encode() if delivery.signed is None else b""
-            signed = raw if delivery.signed is None else delivery.signed
-            digest = hashlib.sha256(b"%d:%s%s" % (len(kind), kind, signed)).hexdigest()
+        # The signature does not cover the id: what it covers is claimed too.
+        digest = None if verifier.id_signed else delivery.signed_digest(raw)
         if delivery.batch:
             return await self._accept_batch(verifier.source, delivery, raw, received_at, started)
         return await self._accept(verifier.source, delivery, raw, received_at, started, digest)

@@ -52,6 +52,16 @@ class Delivery:
     # duplicate however its unsigned parts were rewritten.
     signed: bytes | None = None
 
+    def signed_digest(self, raw: bytes) -> str:
+        """The dedupe key's digest of what the signature covers, for `id_signed = False`.
+        A signed body is claimed under its type, as a provider may send one body under two
+        topics (Shopify's products/create and products/update): two events. Not a signed
+        nonce (Mailgun's token): the rest of that body, the type too, is the sender's."""
+        kind = self.event_type.encode() if self.signed is None else b""
+        digest = hashlib.sha256(b"%d:%s" % (len(kind), kind))
+        digest.update(raw if self.signed is None else self.signed)  # no copy of the body
+        return digest.hexdigest()
+
 
 class Verifier:
     """Verifies one source's requests.

@@ -14,6 +14,7 @@ merely installing webhook-receiver never puts its `app` in front of a user's own
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
@@ -104,28 +105,7 @@ def keep_registry(stack: ExitStack) -> None:
 
 
 def event_factory(setup: FixtureSettings) -> EventFactory:
-    def webhook_event(
-        source: str,
-        type: str | None = None,
-        payload: Any = None,
-        *,
-        id: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        attempt: int = 1,
-        received_at: datetime | None = None,
-    ) -> Event:
-        return build_event(
-            setup,
-            source,
-            type,
-            payload,
-            id=id,
-            headers=headers,
-            attempt=attempt,
-            received_at=received_at,
-        )
-
-    return webhook_event
+    return functools.partial(build_event, setup)
 
 
 def deliverer(setup: FixtureSettings) -> Deliver:
@@ -138,28 +118,9 @@ def deliverer(setup: FixtureSettings) -> Deliver:
 
 
 def signer(setup: FixtureSettings) -> RequestSigner:
-    def signed_request(
-        source: str,
-        payload: Any = None,
-        *,
-        type: str | None = None,
-        id: str | None = None,
-        secret: str | None = None,
-        private_key: bytes | None = None,
-        url: str | None = None,
-        timestamp: int | None = None,
-    ) -> SignedParts:
-        request = sign(
-            setup,
-            source,
-            payload,
-            type=type,
-            id=id,
-            secret=secret,
-            private_key=private_key,
-            url=url,
-            timestamp=timestamp,
-        )
+    def signed_request(source: str, payload: Any = None, **options: Any) -> SignedParts:
+        # The options are `RequestSigner`'s, which the fixture's users see.
+        request = sign(setup, source, payload, **options)
         return SignedParts(dict(request.headers), request.body)
 
     return signed_request
