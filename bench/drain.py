@@ -1,9 +1,13 @@
 """Drain: events/s the worker takes off a full queue, over a bare BRPOP loop on the same Redis.
 
-The worker runs as the Procfile starts it (`webhooks worker --burst`, no handler: every job
-settles as ignored); its rate is counted from the first job's start to the last job's end,
-so process start-up is excluded, as it is from the bare loop's. Each round measures the
-bare loop right beside the worker.
+The worker runs as the Procfile starts it (`webhooks worker --burst`), with no handler (every
+job settles as ignored) or with one no-op handler (`bench/noop_handler.py`: every job runs
+it and settles as done); its rate is counted from the first job's start to the last job's
+end, so process start-up is excluded, as it is from the bare loop's. Each round measures
+the bare loop right beside the worker.
+
+`ab` compares the one-handler drain of this checkout with another checkout's (a baseline
+commit's worktree, with its own `.venv`), round by round on one Redis, alternating.
 """
 
 from __future__ import annotations
@@ -11,12 +15,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from redis import Redis
 from rq.utils import utcparse
 
-from bench.common import BIN, ROOT, SECRET, bench_settings, fill, summary
+from bench.common import ROOT, SECRET, bench_settings, fill, summary
 
 # The baseline: pops ids one by one until the list is empty; times itself from the first pop.
 BARE_LOOP = """
@@ -45,18 +50,28 @@ def bare_loop(redis_url: str, events: int) -> float:
     return events / float(out)
 
 
-def worker_rate(redis_url: str, events: int, mode: str, workers: int) -> float:
+def worker_rate(
+    redis_url: str,
+    events: int,
+    mode: str,
+    workers: int,
+    handler: bool = False,
+    root: Path = ROOT,
+) -> float:
     settings = bench_settings(redis_url)
     connection = Redis.from_url(redis_url)
     connection.flushall()
     fill(settings, connection, events, "d")
-    run_workers(redis_url, mode, workers)
-    settled = int(connection.hget("bench:stats:inbound", "ignored") or 0)
-    assert settled == events, f"the workers settled {settled} of {events}"
+    run_workers(redis_url, mode, workers, handler, root)
+    outcome = "done" if handler else "ignored"
+    settled = int(connection.hget("bench:stats:inbound", outcome) or 0)
+    assert settled == events, f"the workers settled {settled} of {events} as {outcome}"
     return events / busy_seconds(connection)
 
 
-def run_workers(redis_url: str, mode: str, workers: int) -> None:
+def run_workers(
+    redis_url: str, mode: str, workers: int, handler: bool = False, root: Path = ROOT
+) -> None:
     """`webhooks worker --burst` as the Procfile starts it, `workers` at once, to the end."""
     env = {
         **os.environ,
@@ -64,12 +79,14 @@ def run_workers(redis_url: str, mode: str, workers: int) -> None:
         "WEBHOOK_SIGNING_SECRET": SECRET,
         "WEBHOOK_KEY_PREFIX": "bench",
         "WEBHOOK_WORKER_MODE": mode,
-        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "PATH": f"{root / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
     }
+    if handler:
+        env["WEBHOOK_HANDLERS"] = "bench.noop_handler"
     processes = [
         subprocess.Popen(
             ["webhooks", "worker", "--burst"],
-            cwd=ROOT,
+            cwd=root,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -92,11 +109,27 @@ def busy_seconds(connection: Redis) -> float:
     return max(ends) - min(starts)
 
 
-def drain(redis_url: str, rounds: int, events: int, mode: str) -> dict[str, Any]:
+def drain(
+    redis_url: str, rounds: int, events: int, mode: str, handler: bool = False
+) -> dict[str, Any]:
     pairs = []
     for _ in range(rounds):
         baseline = bare_loop(redis_url, events)
-        pairs.append((worker_rate(redis_url, events, mode, 1), baseline))
+        pairs.append((worker_rate(redis_url, events, mode, 1, handler), baseline))
+    return summary(pairs)
+
+
+def ab(redis_url: str, rounds: int, events: int, mode: str, against: Path) -> dict[str, Any]:
+    """This checkout's one-handler drain over `against`'s, alternating which goes first."""
+    pairs = []
+    for n in range(rounds):
+        if n % 2:
+            this = worker_rate(redis_url, events, mode, 1, True)
+            other = worker_rate(redis_url, events, mode, 1, True, against)
+        else:
+            other = worker_rate(redis_url, events, mode, 1, True, against)
+            this = worker_rate(redis_url, events, mode, 1, True)
+        pairs.append((this, other))
     return summary(pairs)
 
 

@@ -4,8 +4,9 @@ This machine is shared and noisy, so every figure is a ratio to a baseline measu
 same way, on the same Redis (appendfsync always), right beside it, and the median of the
 rounds' ratios is reported:
 - ingest (`bench/ingest.py`): the receiver over a no-op FastAPI endpoint, under wrk;
-- drain (`bench/drain.py`): the worker over a bare BRPOP loop, in both modes, and two
-  worker processes over one;
+- drain (`bench/drain.py`): the worker over a bare BRPOP loop, in both modes, with no
+  handler and with one, and two worker processes over one; `--only drain-ab --against DIR`
+  compares the one-handler drain with another checkout's (a baseline commit's worktree);
 - peers (`bench/peers.py`): Celery and dramatiq draining the same jobs, over the same loop;
 - memory (`bench/memory.py`): Redis bytes per dedupe key and per accepted event;
 - the Events page (`bench/events_page.py`) over a million ledger records.
@@ -27,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.drain import drain, scaling
+from bench.drain import ab, drain, scaling
 from bench.events_page import run as events_page
 from bench.ingest import ingest
 from bench.memory import memory
@@ -48,11 +49,30 @@ def main() -> None:
     parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument(
         "--only",
-        choices=["replicas"],
-        help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0.",
+        choices=["replicas", "drain-ab"],
+        help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
+        " drain-ab = the one-handler drain of this checkout over --against's, both modes.",
+    )
+    parser.add_argument(
+        "--against", type=Path, help="drain-ab's baseline: a checkout with its own .venv."
     )
     parser.add_argument("--json", type=Path, help="Also write the results here.")
     args = parser.parse_args()
+    if args.only == "drain-ab":
+        if args.against is None or not (args.against / ".venv" / "bin" / "webhooks").exists():
+            sys.exit("drain-ab needs --against DIR: a checkout with its own .venv (make install)")
+        with tempfile.TemporaryDirectory() as tmp:
+            redis = RedisServer(Path(tmp) / "redis").start()
+            try:
+                url, events = redis.url, args.drain_events
+                figures = {
+                    f"drain_ab_{mode}": ab(url, args.rounds, events, mode, args.against.resolve())
+                    for mode in ("fork", "simple")
+                }
+            finally:
+                redis.stop()
+        print(json.dumps(figures, indent=2))
+        return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
     load = (args.rounds, args.seconds, args.connections, args.threads)
@@ -70,6 +90,7 @@ def main() -> None:
                 "ingest": ingest(url, rounds, args.seconds, args.connections, args.threads),
                 "drain": drain(url, rounds, events, "fork"),
                 "drain_simple": drain(url, rounds, events, "simple"),
+                "drain_handler": drain(url, rounds, events, "fork", handler=True),
                 "scaling": scaling(url, rounds, events),
                 "peers": {} if args.skip_peers else peers(url, rounds, events),
                 "memory": memory(url, 10_000),

@@ -49,6 +49,7 @@ def table(result: dict[str, Any]) -> str:
     for key, label, target in (
         ("drain", "drain: worker (default, isolated) / bare BRPOP", ">= 0.50"),
         ("drain_simple", "drain: worker (in-process) / bare BRPOP", ">= 0.70"),
+        ("drain_handler", "drain: worker, one no-op handler / bare BRPOP", ""),
     ):
         d = result[key]
         rows.append(
