@@ -13,6 +13,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from app.turns import HandlerState, Turn, states_of, turns_of
+
 
 class UnreadableJob(ValueError):
     """A job that is not an event's: enqueued on our queue by something else, or written
@@ -119,6 +121,10 @@ class JobMeta:
     permanent: bool = False
     dead_at: float | None = None
     settled_at: float | None = None
+    # Where each handler stands (name -> `HandlerState`), and this attempt's turns
+    # ([name, state, error] each): `app/turns.py`. Plain types: any version unpickles them.
+    handlers: dict[str, str] = field(default_factory=dict)
+    turns: list[list[str]] = field(default_factory=list)
     # Keys a newer version wrote that this one does not know: kept, not dropped.
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -155,6 +161,20 @@ class JobMeta:
         return cls(**values, extra=extra)
 
     @property
+    def handler_states(self) -> dict[str, HandlerState]:
+        return states_of(self.handlers)
+
+    @property
+    def attempt_turns(self) -> tuple[Turn, ...]:
+        return turns_of(self.turns)
+
+    def forget_failures(self, all_handlers: bool = False) -> None:
+        """A requeue: the handlers that have not succeeded run again (every one, with
+        `all_handlers`); those that did keep their success."""
+        states = {} if all_handlers else self.handler_states
+        self.handlers = {name: str(s) for name, s in states.items() if s.succeeded}
+
+    @property
     def labels(self) -> tuple[str, str, str]:
         """Source, event id and type, as every log line names them."""
         return self.source, self.event_id, self.type
@@ -167,9 +187,17 @@ class JobMeta:
 
 
 _META_FIELDS = tuple(f.name for f in fields(JobMeta) if f.name != "extra")
-_REQUIRED = frozenset(f.name for f in fields(JobMeta) if f.default is MISSING and f.name != "extra")
-_META_DEFAULTS = tuple(
-    (f.name, None if f.default is MISSING else f.default)
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else None
+
+
+_REQUIRED = frozenset(
+    f.name
     for f in fields(JobMeta)
-    if f.name != "extra"
+    if f.default is MISSING and f.default_factory is MISSING and f.name != "extra"
 )
+_META_DEFAULTS = tuple((f.name, _default(f)) for f in fields(JobMeta) if f.name != "extra")

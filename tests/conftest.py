@@ -235,6 +235,15 @@ def webhooks(*args: str, stdin: str | None = None) -> Result:
     return CliRunner().invoke(main, list(args), input=stdin)
 
 
+def sync_crm(event: Event) -> None:
+    """`make_dead_letters`' handler: it fails with the cause its event carries."""
+    raise ValueError(event.payload["cause"])
+
+
+# How the dead letters' errors start: the handler that failed.
+SYNC_CRM = "tests.conftest.sync_crm"
+
+
 @pytest.fixture
 def make_dead_letters(
     make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]
@@ -246,10 +255,7 @@ def make_dead_letters(
         harness = make_harness(**settings)
         cli_env(harness.settings)
 
-        @handler("inbound", "*")
-        def fail(event: Event) -> None:
-            raise ValueError(event.payload["cause"])
-
+        handler("inbound", "*")(sync_crm)
         for event_id, event_type, cause in events:
             harness.event(event_id, event_type, cause=cause)
         harness.drain()

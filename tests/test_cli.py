@@ -13,7 +13,7 @@ from rq import Queue
 from rq.job import Job
 from rq.registry import FailedJobRegistry
 
-from tests.conftest import SECRET, webhooks
+from tests.conftest import SECRET, SYNC_CRM, webhooks
 from workers.ops.cli import main
 
 Post = Callable[..., Any]
@@ -32,7 +32,7 @@ def test_dead_list_json_has_one_object_per_dead_letter(dead_letters: list[str]) 
     assert sorted(r["job_id"] for r in rows) == sorted(dead_letters)
     row = next(r for r in rows if r["event_id"] == "evt_1")
     assert (row["source"], row["type"], row["attempts"]) == ("inbound", "type.1", 3)
-    assert row["error"] == "ValueError: cannot sync evt_1"
+    assert row["error"] == f"{SYNC_CRM}: ValueError: cannot sync evt_1"
 
 
 def test_dead_list_prints_a_table(dead_letters: list[str]) -> None:

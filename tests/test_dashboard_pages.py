@@ -13,6 +13,7 @@ from tests.conftest import AUTH, Harness
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.dashboard_pages import TEMPLATE_EDITS, readable_metadata
+from workers.registry import handler_name
 
 ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
 
@@ -50,7 +51,7 @@ def test_a_dead_letters_metadata_reads_as_lines_with_iso_times(
         "status": "dead",
         "attempts": "1 (retries granted: 0)",
         "requeued": "0 time(s)",
-        "last error": "RuntimeError: downstream API answered 502",
+        "last error": f"{handler_name(boom)}: RuntimeError: downstream API answered 502",
         "settled at": "-",
     }
     assert "prefix" not in metadata and "1796" not in metadata  # no internals, no epochs

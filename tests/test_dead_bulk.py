@@ -11,7 +11,7 @@ from redis import Redis
 from rq import Queue
 from rq.registry import FailedJobRegistry
 
-from tests.conftest import webhooks
+from tests.conftest import SYNC_CRM, webhooks
 
 
 @pytest.fixture
@@ -31,9 +31,9 @@ def test_dead_list_groups_by_error(dead_letters: list[str]) -> None:
     result = webhooks("dead", "list", "--group-by", "error", "--json")
     groups = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(g["error"], g["count"]) for g in groups] == [
-        ("ValueError: CRM timed out", 6),
-        ("ValueError: card declined", 4),
-        ("ValueError: schema changed", 2),
+        (f"{SYNC_CRM}: ValueError: CRM timed out", 6),
+        (f"{SYNC_CRM}: ValueError: card declined", 4),
+        (f"{SYNC_CRM}: ValueError: schema changed", 2),
     ]
     assert groups[0]["types"] == ["invoice.paid", "order.created"]
     table = webhooks("dead", "list", "--group-by", "error")

@@ -21,6 +21,7 @@ from workers.dev.redis_server import RedisServer
 from workers.ops.cli import main
 from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import EventLedger
+from workers.registry import handler_name
 
 Post = Callable[..., Any]
 
@@ -83,7 +84,7 @@ def test_the_record_follows_the_event_through_retries_to_the_dead_letters_and_ba
     harness.drain()
     stored = record(redis, "evt_2")
     assert (stored["status"], stored["attempts"]) == ("dead", "3")
-    assert stored["last_error"] == "RuntimeError: downstream said no"
+    assert stored["last_error"] == f"{handler_name(flaky)}: RuntimeError: downstream said no"
     redis.delete("fail")
     DeadLetters(harness.settings, redis).requeue(job_id_for("inbound", "evt_2"))
     assert record(redis, "evt_2")["status"] == "queued"

@@ -26,6 +26,7 @@ from tests.conftest import AUTH, Harness, event_body
 from workers import Event, PermanentError, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.deadletters import DeadLetters
+from workers.registry import handler_name
 
 Post = Callable[..., Any]
 RunWorker = Callable[[Settings], Any]
@@ -193,7 +194,7 @@ def failing(redis_url: str, error: type[Exception] = RuntimeError) -> Callable[[
 def test_a_failing_handler_is_retried_then_dead_lettered(
     settings: Settings, deliver: Callable[..., str], run_worker: RunWorker, redis: Redis
 ) -> None:
-    handler("inbound", "order.created")(failing(settings.redis_url))
+    run = handler("inbound", "order.created")(failing(settings.redis_url))
     job_id = deliver("evt_3")
     run_worker(settings)
     assert runs(redis, "evt_3") == 1 + settings.webhook_max_retries
@@ -202,7 +203,7 @@ def test_a_failing_handler_is_retried_then_dead_lettered(
     assert failed(redis) == [job_id]
     job = Job.fetch(job_id, connection=redis)
     assert job.meta["attempts"] == 3 and job.meta["state"] == "dead"
-    assert job.meta["last_error"] == "RuntimeError: downstream answered 502"
+    assert job.meta["last_error"] == f"{handler_name(run)}: RuntimeError: downstream answered 502"
 
 
 def test_permanent_error_dead_letters_at_once(

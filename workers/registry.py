@@ -6,10 +6,12 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TypeVar
 
-from workers.event import Event
+from rq.timeouts import JobTimeoutException
+
+from app.turns import HandlerState
+from workers.event import Event, PermanentError
 from workers.versions import Selector, VersionGuard, newer_version
 
 HandlerFunc = Callable[[Event], None] | Callable[[Event], Awaitable[None]]
@@ -21,6 +23,20 @@ WILDCARD = "*"
 class Registered:
     func: HandlerFunc
     guard: VersionGuard | None = None
+    name: str = ""  # `handler_name(func)`, what its state is recorded under
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", handler_name(self.func))
+
+
+class HandlersFailed(Exception):
+    """Raised by the job when more than one handler failed (one failure raises its own
+    exception), or when one failed permanently on an earlier attempt: names each."""
+
+    def __init__(self, message: str, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent  # the event is dead-lettered now, its budget unspent
 
 
 class HandlerRegistry:
@@ -75,52 +91,66 @@ class HandlerRegistry:
         self._handlers = {key: list(entries) for key, entries in snapshot.items()}
 
 
-class HandlerState(StrEnum):
-    """How one handler's turn at an event ended."""
-
-    DONE = "done"  # it returned
-    FAILED = "failed"  # it (or its version guard) raised: the run stops there
-    STALE = "stale"  # its version guard found this version, or a newer one, applied
-    # Never reported by `run_handlers`: a handler after one that raised. The worker's
-    # retry runs every handler again, so it is not skipped for good.
-    NOT_RUN = "not_run"
-
-    def __repr__(self) -> str:  # 'done', not <HandlerState.DONE: 'done'>, in a test's diff
-        return repr(self.value)
+def handler_name(func: HandlerFunc) -> str:
+    """What the worker records a handler's state under: its module and qualified name,
+    which stay the same across a deploy."""
+    module = getattr(func, "__module__", None) or "?"
+    return f"{module}.{getattr(func, '__qualname__', None) or repr(func)}"
 
 
 @dataclass(frozen=True, slots=True)
 class HandlerRun:
+    """One handler's turn at one attempt: its entry, how it ended, what it raised."""
+
     entry: Registered
     state: HandlerState
     error: BaseException | None = None
 
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
 
 def run_handlers(
     event: Event, entries: list[Registered], report: Callable[[HandlerRun], None] | None = None
-) -> bool:
-    """Run the handlers in order, as the worker's job does: a guarded one only when the
-    event is newer than its entity's applied version, else it is stale; the first
-    exception, from a handler or its guard, ends the run and propagates. True when a
-    handler ran, False when every one was stale. `report` hears each handler's end: the
-    pytest plugin's outcome is made of them, so it cannot drift from what the worker does."""
-    ran = False
+) -> list[HandlerRun]:
+    """Run each handler in order, whatever the others do, as the worker's job does: a
+    guarded one only when the event is newer than its entity's applied version, else it
+    is stale; an exception, from a handler or its guard, is its failure (`PermanentError`:
+    its permanent one) and the next handler runs. A timeout (RQ's `JobTimeoutException`)
+    or a `BaseException` ends the whole attempt: reported as the running handler's
+    failure, then raised. `report` hears each turn as it ends: the worker checkpoints
+    successes with it, and the pytest plugin's outcome is made of the same turns."""
+    runs: list[HandlerRun] = []
     for entry in entries:
-        try:
-            guard = entry.guard
-            if guard is not None and not newer_version(event, guard.entity, guard.version):
-                if report is not None:
-                    report(HandlerRun(entry, HandlerState.STALE))
-                continue
-            run_handler(entry.func, event)
-        except Exception as exc:
-            if report is not None:
-                report(HandlerRun(entry, HandlerState.FAILED, exc))
-            raise
-        ran = True
+        run = _turn(event, entry)
+        runs.append(run)
         if report is not None:
-            report(HandlerRun(entry, HandlerState.DONE))
-    return ran
+            report(run)
+        if ends_attempt(run.error):
+            raise run.error  # type: ignore[misc]
+    return runs
+
+
+def ends_attempt(error: BaseException | None) -> bool:
+    """A timeout stops the attempt (the job's deadline is spent, so the handlers after it
+    would run without one), and so does what is not an `Exception` (SystemExit, Ctrl+C)."""
+    return error is not None and (
+        isinstance(error, JobTimeoutException) or not isinstance(error, Exception)
+    )
+
+
+def _turn(event: Event, entry: Registered) -> HandlerRun:
+    try:
+        guard = entry.guard
+        if guard is not None and not newer_version(event, guard.entity, guard.version):
+            return HandlerRun(entry, HandlerState.STALE)
+        run_handler(entry.func, event)
+    except PermanentError as exc:
+        return HandlerRun(entry, HandlerState.PERMANENT, exc)
+    except BaseException as exc:  # raised again by the caller when it ends the attempt
+        return HandlerRun(entry, HandlerState.FAILED, exc)
+    return HandlerRun(entry, HandlerState.DONE)
 
 
 def run_handler(func: HandlerFunc, event: Event) -> None:

@@ -74,6 +74,12 @@ header_value = st.one_of(
 )
 
 
+def stored(redis: Redis) -> list[bytes]:
+    """What the requests left in Redis, but the Events page's timeline samples, which the
+    receiver writes every interval whatever the requests were."""
+    return [key for key in redis.keys("*") if b":timeline" not in key]
+
+
 @st.composite
 def mutated(draw: st.DrawFn, body: bytes) -> bytes:
     """The body with up to 8 bytes somewhere replaced by up to 8 others."""
@@ -107,7 +113,7 @@ def test_arbitrary_requests_are_refused_and_queue_nothing(
         assert response.status_code in allowed, (response.status_code, response.text)
 
     check()
-    assert redis.keys("*") == []
+    assert stored(redis) == []
 
 
 HANDSHAKES = [c for c in CASES if c.provider in ("meta", "dropbox", "braintree")]
@@ -131,7 +137,7 @@ def test_arbitrary_get_handshakes_never_fail_and_queue_nothing(
             assert query.get("hub.verify_token") == "verify-me-please"
 
     check()
-    assert redis.keys("*") == []
+    assert stored(redis) == []
 
 
 # --- JSON type confusion -----------------------------------------------------------------

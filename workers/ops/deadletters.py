@@ -126,8 +126,9 @@ class DeadLetters:
         except NoSuchJobError:
             return None
 
-    def requeue(self, job_id: str, by: str = "command") -> bool:
-        """Requeue one dead letter with its full retry budget; False when it is not one.
+    def requeue(self, job_id: str, by: str = "command", all_handlers: bool = False) -> bool:
+        """Requeue one dead letter with its full retry budget; False when it is not one. It
+        reruns the handlers that have not succeeded for it, every one with `all_handlers`.
         `by` says who in the `requeued` log line: the command, or the dashboard."""
         job = self.get(job_id)
         if job is None:
@@ -137,7 +138,7 @@ class DeadLetters:
         except UnreadableJob:
             meta = None  # not an event's job: requeued as RQ would, the worker fails it again
         if meta is not None:
-            restore_budget(job, meta, self.settings)
+            restore_budget(job, meta, self.settings, all_handlers)
             job.meta = meta.to_meta()
         try:
             # RQ saves the whole job (our restored budget and meta included) as it requeues.
@@ -149,7 +150,7 @@ class DeadLetters:
         with self.connection.pipeline(transaction=False) as pipe:
             record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED)
             pipe.execute()
-        log_state("requeued", *meta.labels, job_id=job.id, by=by)
+        log_state("requeued", *meta.labels, job_id=job.id, by=by, all_handlers=all_handlers)
         return True
 
     def purge(self, job_id: str) -> bool:

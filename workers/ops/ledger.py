@@ -7,7 +7,8 @@ The receiver's claim script writes each record and the worker updates it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from redis import Redis
@@ -17,6 +18,7 @@ from rq.job import Job
 from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus, PayloadFormat
 from app.keys import Keys, job_id_for
+from app.turns import AttemptRecord, HandlerState, attempts_of, states_of
 
 SUMMARY_FIELDS = (
     "source",
@@ -50,29 +52,40 @@ class LedgerRecord:
     # The verified bytes, exactly as received, and how they parse; only `get` reads them.
     payload: bytes | None = None
     payload_format: PayloadFormat = PayloadFormat.JSON
+    # Only `get` reads these: where each handler stands, and the attempts kept (the last
+    # KEPT_ATTEMPTS; `attempts` counts them all), each with its handlers' turns.
+    handlers: dict[str, HandlerState] = field(default_factory=dict)
+    attempt_log: tuple[AttemptRecord, ...] = ()
+
+    @property
+    def attempts_left_out(self) -> int:
+        """Attempts the record no longer details (or never did: written before it could)."""
+        return max(self.attempts - len(self.attempt_log), 0)
 
     @classmethod
     def from_fields(cls, fields: dict[str, bytes]) -> LedgerRecord:
-        def field(name: str) -> str:
+        def string(name: str) -> str:
             value = fields.get(name)
             return text(value) if value is not None else ""
 
-        settled = field("settled_at")
-        status = field("status") or EventStatus.QUEUED
+        settled = string("settled_at")
+        status = string("status") or EventStatus.QUEUED
         return cls(
-            source=field("source"),
-            id=field("id"),
-            type=field("type"),
+            source=string("source"),
+            id=string("id"),
+            type=string("type"),
             status=EventStatus(status) if status in _KNOWN else status,
-            attempts=int(field("attempts") or 0),
-            received_at=float(field("received_at") or 0),
+            attempts=int(string("attempts") or 0),
+            received_at=float(string("received_at") or 0),
             # Records written before the job id was left out carry it.
-            job_id=field("job_id") or job_id_for(field("source"), field("id")),
-            last_error=field("last_error"),
+            job_id=string("job_id") or job_id_for(string("source"), string("id")),
+            last_error=string("last_error"),
             settled_at=float(settled) if settled else None,
             payload=fields.get("payload"),
             # Written by the claim script only, which stores no field for JSON.
-            payload_format=PayloadFormat.FORM if field("format") == "form" else PayloadFormat.JSON,
+            payload_format=PayloadFormat.FORM if string("format") == "form" else PayloadFormat.JSON,
+            handlers=_handlers(fields.get("handlers")),
+            attempt_log=attempts_of(fields),
         )
 
     def summary(self) -> dict[str, Any]:
@@ -88,6 +101,15 @@ class LedgerRecord:
             "settled_at": iso(self.settled_at),
             "job_id": self.job_id,
         }
+
+
+def _handlers(raw: bytes | None) -> dict[str, HandlerState]:
+    if not raw:
+        return {}
+    try:
+        return states_of(json.loads(raw))
+    except ValueError:
+        return {}
 
 
 class EventLedger:

@@ -150,8 +150,13 @@ class LedgerReplay:
     """Re-runs stored events one at a time: the command's `replay ledger` and the Events
     page's Replay button do the same thing."""
 
-    def __init__(self, settings: Settings, redis: Redis, by: str = "command") -> None:
+    def __init__(
+        self, settings: Settings, redis: Redis, by: str = "command", all_handlers: bool = False
+    ) -> None:
+        """With `all_handlers`, every handler runs again; without, only those that have
+        not succeeded for the event (the record says which did)."""
         self.by = by
+        self.all_handlers = all_handlers
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
         self.redis = redis
         self.ledger = EventLedger(self.keys, redis)
@@ -160,7 +165,7 @@ class LedgerReplay:
         self.queue = Queue(settings.webhook_queue, connection=redis)
 
     def replay(self, source: SourceConfig, record: LedgerRecord) -> Replayed:
-        if self.dead.requeue(record.job_id, by=self.by):
+        if self.dead.requeue(record.job_id, by=self.by, all_handlers=self.all_handlers):
             return Replayed.REQUEUED
         # Whether it is still pending is for the enqueue script to say, atomically: the
         # record was read earlier (`replay ledger` reads its whole window first).
@@ -174,6 +179,9 @@ class LedgerReplay:
             payload_format=full.payload_format,
         )
         job = self.intake.new_job(source, delivery, full.payload, record.received_at)
+        if not self.all_handlers:
+            done = {name: str(state) for name, state in full.handlers.items() if state.succeeded}
+            job.meta.handlers = done
         return Replayed.ENQUEUED if self._enqueue(job) else Replayed.PENDING
 
     def _enqueue(self, job: NewJob) -> bool:
@@ -202,11 +210,13 @@ def replay_ledger(
     until: float | None,
     status: EventStatus | None,
     progress: Callable[[Counts], None],
+    all_handlers: bool = False,
 ) -> Counts:
     """Re-run stored events: dead letters are requeued with a full budget; events whose job
     is gone are enqueued again from the stored payload; pending ones are left alone; those
-    whose payload is stored nowhere are counted apart (neither new nor already had)."""
-    replayer = LedgerReplay(settings, redis)
+    whose payload is stored nowhere are counted apart (neither new nor already had). Each
+    reruns only its handlers that have not succeeded, unless `all_handlers`."""
+    replayer = LedgerReplay(settings, redis, all_handlers=all_handlers)
     counts = Counts(extra={"requeued": 0, "enqueued": 0, "pending": 0, "no_payload": 0})
     for record in replayer.ledger.find(source.name, status, since, until):
         counts.fetched += 1

@@ -1,14 +1,26 @@
 """The RQ job function: one event, run through the handlers registered for its source and type.
 
-It tells the worker "done" from "ignored" (no handler for the type) and "stale" (every
-handler's version guard found a newer version already applied) in the job's meta, which
-RQ hands to the worker's success handling in the same process; it returns the same word.
-`PermanentError` empties the job's retry budget before RQ decides, so RQ moves it straight
-to the failed registry, our dead-letter store.
+Each handler retries on its own (`app/turns.py`): an attempt runs the matching handlers that
+have not yet succeeded for the event, every one of them whatever the others do, and records
+each one's turn in the job's meta, which the worker settles in the batch's transaction. A
+handler that succeeded is never run again for the event; one that failed runs on the next
+attempt; a `PermanentError` marks its handler as not to be retried, and the event is
+dead-lettered as soon as no other handler of it waits for a retry (at once when none
+does), by emptying the job's retry budget before RQ decides. A handler deployed since the
+last attempt runs; one that had not succeeded and is gone is recorded as removed.
 
-The handlers themselves run in `registry.run_handlers`, which the pytest plugin's
-`deliver` fixture calls too; the plugin's `receiver` runs this very function in its own
-process, and hears each job's end through `watching`.
+A worker killed mid-attempt loses only what was not yet written: after each handler that
+succeeds with another to follow, the meta is written at once (`checkpointing`, which the
+runner streams without waiting for the reply), so the handlers that finished before the
+kill do not run again; the handler that was running, or that returned just before the
+write, runs again on the retry (at least once).
+
+"done", "ignored" (no handler) and "stale" (every handler's version guard found a newer
+version applied) go in the job's meta too, which RQ hands to the worker's success
+handling in the same process; the job returns the same word. The handlers themselves run
+in `registry.run_handlers`, which the pytest plugin's `deliver` fixture calls too; the
+plugin's `receiver` runs this very function in its own process, and hears each job's end
+through `watching`.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
@@ -25,16 +38,47 @@ from rq.job import Job
 
 from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
 from app.keys import Keys
+from app.turns import FAILURES, HandlerState, Turn, cut_error
 from workers.event import Event, PermanentError
-from workers.registry import HandlerRun, Registered, registry, run_handlers
+from workers.registry import HandlerRun, HandlersFailed, Registered, registry, run_handlers
 from workers.versions import JobContext, current
 
-# Hears how each job's handlers ended: the event, the matching handlers, each one's end,
-# and the exception that ended the run (None when none did). Only the pytest plugin sets
-# it, while it runs the worker in its own process; None in production, which costs one
-# lookup per job.
+# Hears how each job's handlers ended: the event, the matching handlers, each turn, and
+# the exception the job raised (None when none). Only the pytest plugin sets it, while it
+# runs the worker in its own process; None in production, which costs one lookup per job.
 Watcher = Callable[[Event, list[Registered], list[HandlerRun], BaseException | None], None]
 watching: ContextVar[Watcher | None] = ContextVar("webhook_watcher", default=None)
+# Writes the job's meta now, mid-attempt: set by the runner around its batch. Unset (the
+# job run by anything else), the meta is written with a round trip of its own.
+checkpointing: ContextVar[Callable[[Job], None] | None] = ContextVar(
+    "webhook_checkpoint", default=None
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one attempt runs: the matching handlers not yet succeeded (nor failed
+    permanently), and the names of those that had not succeeded and are registered no more."""
+
+    todo: list[Registered]
+    removed: list[str]
+
+    @classmethod
+    def of(cls, entries: list[Registered], states: dict[str, HandlerState]) -> Plan:
+        if not states:
+            return cls(entries, [])
+        todo = [e for e in entries if not _settled_for_now(states.get(e.name))]
+        names = {e.name for e in entries}
+        removed = [
+            name
+            for name, state in states.items()
+            if name not in names and not state.succeeded and state is not HandlerState.REMOVED
+        ]
+        return cls(todo, removed)
+
+
+def _settled_for_now(state: HandlerState | None) -> bool:
+    return state is not None and (state.succeeded or state is HandlerState.PERMANENT)
 
 
 def deliver(*args: Any) -> str:
@@ -43,30 +87,110 @@ def deliver(*args: Any) -> str:
     job = get_current_job()
     meta = JobMeta.from_meta(job.meta) if job is not None else None
     entries = registry.handlers_for(call.source, call.type)
+    states = meta.handler_states if meta is not None else {}
+    plan = Plan.of(entries, states)
     watcher = watching.get()
-    if not entries:
+    if not entries and not plan.removed and not states:
         if watcher is not None:  # an ignored event is not even parsed otherwise
             watcher(event_of(call, meta), entries, [], None)
         return _ran(job, meta, EventStatus.IGNORED)
     event = event_of(call, meta)
-    token = current.set(_context(job, meta)) if job is not None and meta else None
+    turns = [Turn(name, HandlerState.REMOVED) for name in plan.removed]
+    states.update(dict.fromkeys(plan.removed, HandlerState.REMOVED))
     runs: list[HandlerRun] = []
+
+    def turn_ended(run: HandlerRun) -> None:
+        runs.append(run)
+        states[run.name] = run.state
+        error = cut_error(_error_line(run.error)) if run.error is not None else ""
+        turns.append(Turn(run.name, run.state, error))
+        if run.state.succeeded and len(runs) < len(plan.todo) and job and meta:
+            _keep(job, meta, states, turns)
+            (checkpointing.get() or _write_meta)(job)
+
+    token = current.set(_context(job, meta)) if job is not None and meta else None
     try:
-        ran = run_handlers(event, entries, runs.append if watcher is not None else None)
-    except Exception as exc:
+        run_handlers(event, plan.todo, turn_ended)
+    except BaseException as exc:  # a timeout, or an exit: the attempt ends here
+        _keep(job, meta, states, turns)
         if watcher is not None:
             watcher(event, entries, runs, exc)
-        if isinstance(exc, PermanentError) and job is not None and meta is not None:
-            job.retries_left = 0
-            meta.permanent = True
-            job.meta = meta.to_meta()
         raise
     finally:
         if token is not None:
             current.reset(token)
+    _keep(job, meta, states, turns)
+    failure = attempt_failure(runs, states)
+    if failure is not None and failure_ends_event(failure) and job and meta:
+        job.retries_left = 0  # dead-lettered now: nothing is left to retry
+        meta.permanent = True
+        job.meta = meta.to_meta()
     if watcher is not None:
-        watcher(event, entries, runs, None)
-    return _ran(job, meta, EventStatus.DONE if ran else EventStatus.STALE)
+        watcher(event, entries, runs, failure)
+    if failure is not None:
+        raise failure
+    return _ran(job, meta, _status(states))
+
+
+def attempt_failure(
+    runs: list[HandlerRun], states: dict[str, HandlerState]
+) -> BaseException | None:
+    """What the job raises: the one failure's own exception, or `HandlersFailed` naming each
+    failure; None when no handler failed and none waits after a permanent failure."""
+    failed = [run for run in runs if run.state in FAILURES]
+    retrying = any(run.state is HandlerState.FAILED for run in runs)
+    earlier = [
+        name
+        for name, state in states.items()
+        if state is HandlerState.PERMANENT and all(run.name != name for run in runs)
+    ]
+    if len(failed) == 1 and not earlier:
+        return failed[0].error
+    if not failed and not earlier:
+        return None
+    lines = [f"{run.name}: {_error_line(run.error)}" for run in failed]
+    lines += [f"{name}: failed permanently on an earlier attempt" for name in earlier]
+    count = len(failed) + len(earlier)
+    error = HandlersFailed(
+        f"{count} handler{'s' if count > 1 else ''} failed: " + "; ".join(lines),
+        permanent=not retrying,
+    )
+    error.__cause__ = failed[0].error if failed else None
+    return error
+
+
+def failure_ends_event(error: BaseException) -> bool:
+    """True when the event is dead-lettered now, whatever its retry budget holds."""
+    return isinstance(error, PermanentError) or getattr(error, "permanent", False) is True
+
+
+def _status(states: dict[str, HandlerState]) -> EventStatus:
+    found = set(states.values())
+    if HandlerState.DONE in found:
+        return EventStatus.DONE
+    return EventStatus.STALE if HandlerState.STALE in found else EventStatus.IGNORED
+
+
+def _keep(
+    job: Job | None, meta: JobMeta | None, states: dict[str, HandlerState], turns: list[Turn]
+) -> None:
+    """The handlers' states and this attempt's turns, in the job's meta (in memory)."""
+    if job is None or meta is None:
+        return
+    meta.handlers = {name: str(state) for name, state in states.items()}
+    meta.turns = [turn.to_list() for turn in turns]
+    job.meta = meta.to_meta()
+
+
+def _write_meta(job: Job) -> None:
+    job.connection.hset(job.key, "meta", job.serializer.dumps(job.meta))
+
+
+def _error_line(error: BaseException | None) -> str:
+    if error is None:
+        return ""
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def event_of(call: EventCall, meta: JobMeta | None) -> Event:

@@ -10,6 +10,7 @@ written into its record then: until it settles, the job holds the only copy.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from app.jobhash import JOB_FUNCTIONS
 from app.jobstate import EventCall, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
+from app.turns import AttemptRecord, failure_summary
 
 UPDATE_IF_PRESENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -49,6 +51,26 @@ def read_event(job: Job) -> tuple[JobMeta, EventCall]:
         raise
     except Exception as exc:  # anything unpickling a damaged hash may raise
         raise UnreadableJob(f"its data cannot be read ({type(exc).__name__})") from None
+
+
+def attempt_error(meta: JobMeta, exc_string: str) -> str:
+    """An attempt's error as recorded: `handler: error` for each handler that failed, or,
+    when the attempt ended otherwise (the worker died, the job was unreadable), the last
+    line of its traceback."""
+    summary = failure_summary(meta.attempt_turns)
+    return _cut(summary) if summary else last_error(exc_string)
+
+
+def last_error(exc_string: str, limit: int = 500) -> str:
+    """The last non-empty line of a traceback: the exception and its message."""
+    lines = [line.strip() for line in exc_string.strip().splitlines() if line.strip()]
+    found = lines[-1] if lines else "unknown error"
+    # Not `workers.registry.HandlersFailed: ...`: the module says nothing to an operator.
+    return _cut(found.removeprefix("workers.registry."), limit)
+
+
+def _cut(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "~"
 
 
 def save_meta(commands: Commands, job: Job, meta: JobMeta) -> None:
@@ -115,11 +137,17 @@ def record_end(
     meta: JobMeta,
     outcome: Outcome | None,
     payload: bytes | None = None,
+    error: str = "",
 ) -> None:
-    """The ledger's side of an attempt's end; a settled event's payload goes into its record."""
+    """The ledger's side of an attempt's end: the event's state, the attempt with each
+    handler's turn (`app/turns.py`), where each handler stands; a settled event's payload."""
     fields: dict[str, Any] = {"last_error": meta.last_error} if meta.last_error else {}
     if payload is not None and meta.state.settled:
         fields["payload"] = payload
+    attempt = AttemptRecord(meta.attempts, time.time(), str(meta.state), error, meta.attempt_turns)
+    fields[attempt.field] = attempt.to_json()
+    if meta.handlers:
+        fields["handlers"] = json.dumps(meta.handlers, separators=(",", ":"))
     record(commands, job, meta, meta.state, outcome, **fields)
 
 
@@ -135,7 +163,7 @@ def settle(
     """The meta and ledger writes of a settled attempt (done, retrying or dead)."""
     conclude(meta, status, error)
     save_meta(commands, job, meta)
-    record_end(commands, job, meta, outcome, payload)
+    record_end(commands, job, meta, outcome, payload, error)
 
 
 def log_outcome(
@@ -146,8 +174,11 @@ def log_outcome(
     delay: int | None = None,
     retries_left: int | None = None,
 ) -> None:
-    """The one JSON line of a terminal state (or of a scheduled retry)."""
+    """The one JSON line of a terminal state (or of a scheduled retry), naming how each
+    handler's turn at the attempt ended."""
     fields: dict[str, Any] = {"job_id": job.id, "attempt": meta.attempts}
+    if meta.turns:
+        fields["handlers"] = {turn.handler: str(turn.state) for turn in meta.attempt_turns}
     if status is EventStatus.RETRYING:
         left = job.retries_left if retries_left is None else retries_left
         log_state(

@@ -27,8 +27,10 @@ from workers.runtime.outcomes import log_outcome, read_event, settle
 ORPHANED = "worker died during the attempt (AbandonedJobError)"
 
 
-def restore_budget(job: Job, meta: JobMeta, settings: Settings) -> None:
-    """Give the job the full configured retry budget again (in memory; the caller saves)."""
+def restore_budget(job: Job, meta: JobMeta, settings: Settings, all_handlers: bool = False) -> None:
+    """Give the job the full configured retry budget again, and its handlers that have not
+    succeeded (every handler, with `all_handlers`) their turn again (in memory; the caller
+    saves)."""
     budget = settings.webhook_max_retries
     job.retries_left = budget if budget else None
     job.retry_intervals = settings.retry_intervals if budget else None
@@ -38,6 +40,7 @@ def restore_budget(job: Job, meta: JobMeta, settings: Settings) -> None:
     meta.permanent = False
     meta.dead_at = None
     meta.requeues += 1
+    meta.forget_failures(all_handlers)
 
 
 def on_failure(
@@ -75,13 +78,6 @@ def on_failure(
         )
     else:
         log_outcome(job, meta, status, ORPHANED)
-
-
-def last_error(exc_string: str, limit: int = 500) -> str:
-    """The last non-empty line of a traceback: the exception and its message."""
-    lines = [line.strip() for line in exc_string.strip().splitlines() if line.strip()]
-    found = lines[-1] if lines else "unknown error"
-    return found if len(found) <= limit else found[: limit - 1] + "~"
 
 
 def retry_delay(job: Job) -> int | None:

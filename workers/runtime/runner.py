@@ -28,6 +28,7 @@ from rq.utils import now
 from app.jobstate import EventStatus, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
+from workers.runtime.deliver import checkpointing
 from workers.runtime.outcomes import begin, read_event
 from workers.runtime.retries import restore_budget
 
@@ -168,34 +169,55 @@ def run_batch(
     """Run the jobs in order, reporting each; `between` runs before each handler (the
     worker's heartbeat, when the batch runs in its own process)."""
     with Stream(connection) as stream, Deadline() as deadline:
-        for index, job in enumerate(jobs):
-            if stop.requested:
-                return
-            if between is not None:
-                between()
-            try:
-                meta, _ = read_event(job)
-            except UnreadableJob as exc:
-                report(refused(index, job, str(exc)))
-                continue
-            requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
-            if requeued:
-                restore_budget(job, meta, settings)
-                log_state("requeued", *meta.labels, job_id=job.id, by="rq")
-            meta.attempts += 1
-            meta.state = EventStatus.RUNNING
-            begin(stream, job, meta, requeued)
-            stream.send()
-            report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
-            ended = perform(index, job, deadline)
-            if ended.ok:
-                # `deliver` wrote its outcome in the meta: if the worker dies before it
-                # settles the batch, a live worker's recovery settles this job from it.
-                # Sent at once, not with the next job's start (one write fewer, 5 to 8% of
-                # the drain): until then a dead worker's recovery would run it again.
-                stream.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
-                stream.send()
-            report(ended)
+        token = checkpointing.set(lambda job: _write_meta(stream, job))
+        try:
+            _run(jobs, settings, report, stop, between, stream, deadline)
+        finally:
+            checkpointing.reset(token)
+
+
+def _run(
+    jobs: list[Job],
+    settings: Settings,
+    report: Report,
+    stop: StopAfterCurrent,
+    between: Callable[[], None] | None,
+    stream: Stream,
+    deadline: Deadline,
+) -> None:
+    for index, job in enumerate(jobs):
+        if stop.requested:
+            return
+        if between is not None:
+            between()
+        try:
+            meta, _ = read_event(job)
+        except UnreadableJob as exc:
+            report(refused(index, job, str(exc)))
+            continue
+        requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
+        if requeued:
+            restore_budget(job, meta, settings)
+            log_state("requeued", *meta.labels, job_id=job.id, by="rq")
+        meta.attempts += 1
+        meta.state = EventStatus.RUNNING
+        meta.turns = []  # this attempt's, as they end
+        begin(stream, job, meta, requeued)
+        stream.send()
+        report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
+        ended = perform(index, job, deadline)
+        # `deliver` wrote its outcome and each handler's turn in the meta: if the worker
+        # dies before it settles the batch, a live worker's recovery settles this job from
+        # it (a success), or retries it without the handlers that succeeded (a failure).
+        # Sent at once, not with the next job's start (one write fewer, 5 to 8% of the
+        # drain): until then a dead worker's recovery would run them again.
+        _write_meta(stream, job)
+        report(ended)
+
+
+def _write_meta(stream: Stream, job: Job) -> None:
+    stream.execute_command("HSET", job.key, "meta", job.serializer.dumps(job.meta))
+    stream.send()
 
 
 def refused(index: int, job: Job, reason: str) -> Ended:

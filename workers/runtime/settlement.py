@@ -29,8 +29,15 @@ from app.keys import Keys
 from app.logs import logger
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Entry, Fate
-from workers.runtime.outcomes import conclude, log_outcome, read_event, record_end, settle
-from workers.runtime.retries import last_error, retry_delay
+from workers.runtime.outcomes import (
+    attempt_error,
+    conclude,
+    log_outcome,
+    read_event,
+    record_end,
+    settle,
+)
+from workers.runtime.retries import retry_delay
 
 # Each attempt after the first follows a settlement by someone else; more than a few in a
 # row would mean something rewrites job hashes in a loop.
@@ -146,7 +153,7 @@ def settle_failure(
     pipe: Pipeline, worker: Any, batch: Batch, entry: Entry, meta: JobMeta, raw: bytes
 ) -> Logged:
     job = entry.job
-    delay, error = retry_delay(job), last_error(entry.exc_string)
+    delay, error = retry_delay(job), attempt_error(meta, entry.exc_string)
     if batches.settle_failure(pipe, worker, batch, entry):
         settle(pipe, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
         return Logged(job, meta, EventStatus.RETRYING, error, delay)

@@ -7,7 +7,7 @@ these are the types to annotate a test with:
     def test_paid(webhook_event: EventFactory, deliver: Deliver) -> None: ...
 """
 
-from workers.registry import HandlerState
+from app.turns import HandlerState
 from workers.testing.client import ReceiverClient
 from workers.testing.events import WebhookTestError
 from workers.testing.outcome import HandlerResult, Outcome, Status

@@ -19,6 +19,7 @@ from app.keys import Keys, job_id_for
 from app.settings import Settings
 from workers.event import Event
 from workers.registry import HandlerRun, registry, run_handlers
+from workers.runtime.deliver import attempt_failure
 from workers.testing.outcome import Outcome, outcome_of
 from workers.versions import JobContext, current
 
@@ -62,8 +63,9 @@ def deliver_event(event: Event, settings: Settings, store: Redis) -> Outcome:
     token = current.set(context)
     try:
         run_handlers(event, entries, runs.append)
-    except Exception as exc:
+    except Exception as exc:  # a timeout: the attempt ended in the running handler
         return outcome_of(event, entries, runs, exc)
     finally:
         current.reset(token)
-    return outcome_of(event, entries, runs, None)
+    states = {run.name: run.state for run in runs}
+    return outcome_of(event, entries, runs, attempt_failure(runs, states))

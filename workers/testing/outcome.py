@@ -1,8 +1,9 @@
 """What `deliver(event)` (and the `receiver`'s `run_jobs()`) returns: how the event's
 attempt ended, and each matching handler's turn, named by its function name.
 
-It is made of what `registry.run_handlers` reports while it runs the handlers, the
-worker's own code, so it says what the worker did, not what a copy of it would do.
+It is made of what `registry.run_handlers` reports while it runs the handlers, and of what
+the worker's job would raise (`deliver.attempt_failure`), the worker's own code, so it says
+what the worker did, not what a copy of it would do.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
 
-from workers.event import Event, PermanentError
-from workers.registry import HandlerFunc, HandlerRun, HandlerState, Registered
+from app.turns import HandlerState
+from workers.event import Event
+from workers.registry import HandlerFunc, HandlerRun, Registered
+from workers.runtime.deliver import failure_ends_event
 
 __all__ = ["HandlerResult", "HandlerState", "Outcome", "Status", "outcome_of"]
 
@@ -20,11 +23,12 @@ __all__ = ["HandlerResult", "HandlerState", "Outcome", "Status", "outcome_of"]
 class Status(StrEnum):
     """The attempt's end, as the worker settles it."""
 
-    DONE = "done"  # a handler ran and none raised
+    DONE = "done"  # the handlers ran and none raised
     IGNORED = "ignored"  # no handler for the source and type
     STALE = "stale"  # every handler's version guard found a newer version applied
-    # A handler raised: the worker retries (WEBHOOK_MAX_RETRIES, WEBHOOK_RETRY_INTERVALS),
-    # or dead-letters at once when it was a `PermanentError` (`Outcome.permanent`).
+    # A handler raised: the worker retries the handlers that failed (WEBHOOK_MAX_RETRIES,
+    # WEBHOOK_RETRY_INTERVALS), or dead-letters the event now when no handler waits for a
+    # retry and one raised `PermanentError` (`Outcome.permanent`).
     FAILED = "failed"
 
     def __repr__(self) -> str:  # 'done', not <Status.DONE: 'done'>, in a test's diff
@@ -44,12 +48,15 @@ class Outcome:
     event: Event
     status: Status
     handlers: tuple[HandlerResult, ...]
-    error: BaseException | None = None  # what ended the run, when a handler raised
+    # What the worker's job raised: the failing handler's exception, or `HandlersFailed`
+    # naming each when more than one failed.
+    error: BaseException | None = None
 
     @property
     def permanent(self) -> bool:
-        """True when a `PermanentError` ended it: dead-lettered at once, never retried."""
-        return isinstance(self.error, PermanentError)
+        """True when the event is dead-lettered now, its retries unspent: a handler raised
+        `PermanentError` and none failed otherwise."""
+        return self.error is not None and failure_ends_event(self.error)
 
     @property
     def states(self) -> dict[str, HandlerState]:
@@ -79,22 +86,26 @@ def outcome_of(
     runs: list[HandlerRun],
     error: BaseException | None,
 ) -> Outcome:
-    """The outcome of one run of `entries`, of which `runs` are those that had their turn
-    (every one, unless one raised `error`)."""
+    """The outcome of one attempt at `entries`, of which `runs` are those that had their
+    turn (the others had succeeded on an earlier attempt, or a timeout came first), and
+    `error` what the job raised."""
     names = _names(entries)
-    results = [
-        HandlerResult(names[i], run.state, run.error, run.entry.func) for i, run in enumerate(runs)
-    ]
-    for index in range(len(runs), len(entries)):
-        results.append(HandlerResult(names[index], HandlerState.NOT_RUN, None, entries[index].func))
+    turns = {run.entry.name: run for run in runs}
+    results = []
+    for entry, name in zip(entries, names, strict=True):
+        run = turns.get(entry.name)
+        if run is None:
+            results.append(HandlerResult(name, HandlerState.NOT_RUN, None, entry.func))
+        else:
+            results.append(HandlerResult(name, run.state, run.error, entry.func))
     if error is not None:
         status = Status.FAILED
     elif not entries:
         status = Status.IGNORED
-    elif any(run.state is HandlerState.DONE for run in runs):
-        status = Status.DONE
-    else:
+    elif all(result.state is HandlerState.STALE for result in results):
         status = Status.STALE
+    else:
+        status = Status.DONE
     return Outcome(event, status, tuple(results), error)
 
 

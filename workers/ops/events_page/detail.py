@@ -18,7 +18,7 @@ from rq.results import Result
 from app.formats import iso
 from app.jobstate import EventCall, PayloadFormat
 from workers.ops.ledger import LedgerRecord
-from workers.runtime.retries import last_error
+from workers.runtime.outcomes import last_error
 
 # Past this size the page shows the start of the payload (the command shows all of it).
 SHOWN_PAYLOAD = 256 * 1024
