@@ -52,3 +52,23 @@ HOSTILE_TYPE = "order.<img src=x onerror=\"window.__xss='type'\">"
 @handler("inbound", HOSTILE_TYPE)
 def hostile_type(event: Event) -> None:
     raise ValueError(f"cannot parse {event.payload.get('note')}")
+
+
+# Three handlers of one event, the middle one slow: a worker killed while it runs has
+# finished the first and not started the last.
+@handler("inbound", "order.fanout")
+def fanout_first(event: Event) -> None:
+    _redis().incr(f"effects:first:{event.id}")
+
+
+@handler("inbound", "order.fanout")
+def fanout_slow(event: Event) -> None:
+    r = _redis()
+    r.incr(f"starts:{event.id}")
+    time.sleep(float(r.get(f"sleep:{event.id}") or 0))
+    r.incr(f"effects:{event.id}")
+
+
+@handler("inbound", "order.fanout")
+def fanout_last(event: Event) -> None:
+    _redis().incr(f"effects:last:{event.id}")

@@ -15,10 +15,11 @@ import pytest
 from redis import Redis
 from rq.job import Job
 
-from app.keys import job_id_for
+from app.keys import Keys, job_id_for
 from tests.conftest import SECRET, event_body, sign
 from tests.processes import Process, Stack, effects, send, wait_until
 from workers.dev.redis_server import RedisServer
+from workers.ops.ledger import EventLedger
 
 LOAD_SECONDS = float(os.environ.get("FAULT_LOAD_SECONDS", "40"))
 # A steady rate one forking worker keeps up with, so the test measures loss, not backlog.
@@ -50,6 +51,50 @@ def test_a_job_whose_worker_was_killed_is_retried_by_another_within_60_seconds(
     job = Job.fetch(job_id_for("inbound", "evt_k"), connection=redis)
     assert job.meta["attempts"] == 2  # the killed attempt counts
     assert job.retries_left == 4
+
+
+def test_a_worker_killed_between_two_handlers_reruns_only_the_one_that_was_running(
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
+) -> None:
+    """The at-least-once window the README states: a handler that finished before the kill
+    (its success written at once, as another handler follows) never runs again; the one
+    that was running runs again; the one after it runs once."""
+    stack = make_stack(redis_server.url)
+    web, first = stack.start("web"), stack.start("worker")
+    redis.set("sleep:evt_f", 60)
+    assert send(web.url, "evt_f", "order.fanout").json()["status"] == "accepted"
+    wait_until(lambda: starts(redis, "evt_f") == 1, 30, "the middle handler to start")
+    assert count(redis, "effects:first:evt_f") == 1
+    stack.start("worker")
+    time.sleep(1)
+
+    first.kill_hard()
+    redis.set("sleep:evt_f", 0)
+    ledger = EventLedger(Keys("webhook", "webhooks"), redis)
+
+    def settled() -> bool:
+        found = ledger.get("inbound", "evt_f")
+        return found is not None and found.status == "done"
+
+    wait_until(settled, 60, "the retry to settle")
+    assert count(redis, "effects:first:evt_f") == 1
+    assert count(redis, "effects:last:evt_f") == 1
+    assert (starts(redis, "evt_f"), effects(redis, "evt_f")) == (2, 1)
+    record = ledger.get("inbound", "evt_f")
+    assert record is not None and record.attempts == 2
+    killed, retry = record.attempt_log
+    assert [(t.handler, str(t.state)) for t in killed.turns] == [
+        ("tests.e2e_handlers.fanout_first", "done")
+    ]
+    assert "worker died" in killed.error
+    assert [(t.handler, str(t.state)) for t in retry.turns] == [
+        ("tests.e2e_handlers.fanout_slow", "done"),
+        ("tests.e2e_handlers.fanout_last", "done"),
+    ]
+
+
+def count(redis: Redis, key: str) -> int:
+    return int(redis.get(key) or 0)
 
 
 def test_sigterm_lets_the_worker_finish_its_job_then_exit(
