@@ -4,19 +4,23 @@ An event is measured three times: accepted (the job holds the payload, queued), 
 (the worker moved the payload into the ledger record; RQ keeps the finished job and its
 result for `result_ttl`), and once RQ's keys have expired (what stays for the ledger's TTL:
 the record, its index entry, the dedupe key). RQ's expiry is simulated by deleting its keys.
+The worker runs one no-op handler per event (`bench/noop_handler.py`), so the ledger keeps
+what it keeps of a handled event: its attempt, with the handler's turn.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from redis import Redis
 
-from bench.common import bench_settings, event_body, fill
+from bench.common import ROOT, bench_settings, event_body, fill
 from bench.drain import run_workers
 
 
-def memory(redis_url: str, count: int) -> dict[str, Any]:
+def memory(redis_url: str, count: int, root: Path = ROOT) -> dict[str, Any]:
+    """`root`: the checkout whose worker settles the events (a baseline's, to compare)."""
     settings = bench_settings(redis_url)
     connection = Redis.from_url(redis_url)
     connection.flushall()
@@ -31,7 +35,7 @@ def memory(redis_url: str, count: int) -> dict[str, Any]:
     base = _used(connection)
     fill(settings, connection, count, "m")
     per_event = (_used(connection) - base) / count
-    run_workers(redis_url, "fork", 1)
+    run_workers(redis_url, "fork", 1, handler=True, root=root)
     settled = (_used(connection) - base) / count
     for key in connection.scan_iter(match="rq:*", count=1000):
         connection.unlink(key)

@@ -31,6 +31,7 @@ from app.settings import Settings
 from workers.runtime.deliver import checkpointing
 from workers.runtime.outcomes import begin, read_event
 from workers.runtime.retries import restore_budget
+from workers.runtime.stream import Stream
 
 DEFAULT_TIMEOUT = 180
 
@@ -62,44 +63,6 @@ class Ended:
 
 
 Report = Callable[[Started | Ended], None]
-
-
-class Stream:
-    """Commands sent to Redis at each `send`; their replies are read at the end.
-
-    A pipeline would hold them back until `execute` and wait for the replies; these must
-    reach Redis before the handler they announce runs, without the handler waiting for a
-    reply. What announces one job's start (meta, ledger, counter) goes in one write."""
-
-    def __init__(self, connection: Redis) -> None:
-        self.pool = connection.connection_pool
-        self.connection = self.pool.get_connection()
-        self.queued: list[bytes] = []
-        self.unread = 0
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def execute_command(self, *args: Any, **options: Any) -> None:
-        self.queued += self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
-        self.unread += 1
-
-    def send(self) -> None:
-        if self.queued:
-            packed, self.queued = b"".join(self.queued), []
-            self.connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
-
-    def close(self) -> None:
-        try:
-            self.send()
-            for _ in range(self.unread):
-                self.connection.read_response()
-        finally:
-            self.unread = 0
-            self.pool.release(self.connection)
 
 
 class StopAfterCurrent:

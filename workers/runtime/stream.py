@@ -1,0 +1,50 @@
+"""Redis commands streamed ahead of their replies: the batch runner's one connection.
+
+Each attempt's bookkeeping (its start; each handler's success, when another follows; its
+end) must reach Redis before what comes next runs, so a worker that dies leaves Redis
+knowing how far it got; waiting for each reply would cost a round trip per write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis import Redis
+
+
+class Stream:
+    """Commands sent to Redis at each `send`; their replies are read at the end.
+
+    A pipeline would hold them back until `execute` and wait for the replies; these must
+    reach Redis before the handler they announce runs, without the handler waiting for a
+    reply. What announces one job's start (meta, ledger, counter) goes in one write."""
+
+    def __init__(self, connection: Redis) -> None:
+        self.pool = connection.connection_pool
+        self.connection = self.pool.get_connection()
+        self.queued: list[bytes] = []
+        self.unread = 0
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def execute_command(self, *args: Any, **options: Any) -> None:
+        self.queued += self.connection.pack_command(*args)  # type: ignore[no-untyped-call]
+        self.unread += 1
+
+    def send(self) -> None:
+        if self.queued:
+            packed, self.queued = b"".join(self.queued), []
+            self.connection.send_packed_command([packed])  # type: ignore[no-untyped-call]
+
+    def close(self) -> None:
+        try:
+            self.send()
+            for _ in range(self.unread):
+                self.connection.read_response()
+        finally:
+            self.unread = 0
+            self.pool.release(self.connection)
