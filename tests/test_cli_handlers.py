@@ -1,0 +1,141 @@
+"""The `webhooks` command and per-handler retries: where each handler of an event stands,
+its turns at each attempt, and which handlers a requeue or a replay runs again."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+
+import pytest
+from redis import Redis
+
+from app.keys import job_id_for
+from app.settings import Settings
+from tests.conftest import Harness, webhooks
+from workers import Event, handler
+
+RECORD = "tests.test_cli_handlers.record_order"
+NOTIFY = "tests.test_cli_handlers.notify_crm"
+DOWN = "crm-down"  # while set, notify_crm fails
+JOB = job_id_for("inbound", "evt_1")
+
+
+def _count(name: str) -> Redis:
+    # The handlers run in the worker's forked child: they count in Redis, the one the
+    # command is pointed at (`cli_env`).
+    connection = Redis.from_url(os.environ["REDIS_URL"])
+    connection.incr(f"runs:{name}")
+    return connection
+
+
+def record_order(event: Event) -> None:
+    _count("record_order")
+
+
+def notify_crm(event: Event) -> None:
+    if _count("notify_crm").exists(DOWN):
+        # The message is the provider's: its payload says what went wrong.
+        raise RuntimeError(event.payload.get("note", "crm down"))
+
+
+def runs(redis: Redis) -> tuple[int, int]:
+    """How many times record_order and notify_crm ran."""
+    recorded, notified = (int(redis.get(f"runs:{n}") or 0) for n in ("record_order", "notify_crm"))
+    return recorded, notified
+
+
+@pytest.fixture
+def harness(make_harness: Callable[..., Harness], cli_env: Callable[[Settings], None]) -> Harness:
+    harness = make_harness()  # 2 retries: 3 attempts, no wait between them
+    cli_env(harness.settings)
+    handler("inbound", "order.created")(record_order)
+    handler("inbound", "order.created")(notify_crm)
+    return harness
+
+
+@pytest.fixture
+def dead_event(harness: Harness, redis: Redis) -> Harness:
+    """evt_1: record_order succeeded on attempt 1, notify_crm failed all 3 attempts."""
+    redis.set(DOWN, 1)
+    harness.event("evt_1")
+    harness.drain()
+    assert runs(redis) == (1, 3)
+    return harness
+
+
+def test_events_show_json_names_each_handler_and_its_turn_at_each_attempt(
+    dead_event: Harness,
+) -> None:
+    result = webhooks("events", "show", "inbound", "evt_1", "--json")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["handlers"] == {RECORD: "done", NOTIFY: "failed"}
+    assert [(a["attempt"], a["status"]) for a in shown["attempt_log"]] == [
+        (1, "retrying"),
+        (2, "retrying"),
+        (3, "dead"),
+    ]
+    failed = {"handler": NOTIFY, "state": "failed", "error": "RuntimeError: crm down"}
+    assert shown["attempt_log"][0]["turns"] == [
+        {"handler": RECORD, "state": "done", "error": ""},
+        failed,
+    ]
+    assert [a["turns"] for a in shown["attempt_log"][1:]] == [[failed], [failed]]
+    assert shown["attempt_log"][2]["error"] == f"{NOTIFY}: RuntimeError: crm down"
+    assert shown["attempt_log"][0]["ended_at"].endswith("+00:00")
+    assert shown["attempts_left_out"] == 0
+    # What the command printed before stays as it was.
+    assert (shown["status"], shown["attempts"], shown["job_id"]) == ("dead", 3, JOB)
+    assert json.loads(shown["payload"])["id"] == "evt_1"
+
+
+def test_events_show_prints_a_line_per_turn_and_says_how_many_attempts_it_left_out(
+    dead_event: Harness, redis: Redis
+) -> None:
+    redis.hdel("webhook:event:inbound:evt_1", "run:1")  # as if past the attempts kept
+    result = webhooks("events", "show", "inbound", "evt_1")
+    assert result.exit_code == 0, result.output
+    lines = [line.split() for line in result.stdout.splitlines()]
+    assert [RECORD, "done"] in lines and [NOTIFY, "failed"] in lines
+    turns = [line for line in lines if line[:1] in (["2"], ["3"])]
+    assert [(t[0], t[2], t[3], " ".join(t[4:])) for t in turns] == [
+        ("2", NOTIFY, "failed", "RuntimeError: crm down"),
+        ("3", NOTIFY, "failed", "RuntimeError: crm down"),
+    ]
+    assert "1 earlier attempt not kept" in result.stdout
+
+
+def test_events_show_prints_an_attempt_without_turns_as_one_line_with_its_status(
+    harness: Harness,
+) -> None:
+    harness.event("evt_none", "unhandled")
+    harness.drain()
+    result = webhooks("events", "show", "inbound", "evt_none")
+    assert result.exit_code == 0, result.output
+    [line] = [line.split() for line in result.stdout.splitlines() if line.split()[:1] == ["1"]]
+    assert (line[2], line[3], line[4]) == ("-", "ignored", "-")
+
+
+# A handler's error carries the provider's text: clear the screen, break the line, go back
+# to its start and overwrite it.
+HOSTILE = "crm said \x1b[2J\nFAKE: all good\rok"
+
+
+@pytest.mark.parametrize("command", [["events", "show", "inbound", "evt_1"]], ids=" ".join)
+def test_a_hostile_error_in_a_handlers_turn_is_shown_neutralised(
+    harness: Harness, redis: Redis, command: list[str]
+) -> None:
+    redis.set(DOWN, 1)
+    harness.event("evt_1", note=HOSTILE)
+    harness.drain()
+    result = webhooks(*command)
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    # The fields and the handlers' turns come before the payload (and the traceback, whose
+    # lines stay lines): there, the error's newline is shown, never obeyed.
+    fields = result.stdout.split("\npayload:\n")[0].splitlines()
+    assert not any(line.startswith("FAKE") for line in fields)
+    shown = [line for line in fields if "crm said" in line]
+    neutralised = "RuntimeError: crm said \\x1b[2J\\x0aFAKE: all good\\x0dok"
+    assert len(shown) >= 4 and all(neutralised in line for line in shown)  # error, 3 turns
