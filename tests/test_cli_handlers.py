@@ -117,12 +117,49 @@ def test_events_show_prints_an_attempt_without_turns_as_one_line_with_its_status
     assert (line[2], line[3], line[4]) == ("-", "ignored", "-")
 
 
+def test_dead_show_names_the_failed_handler_and_the_one_that_succeeded(
+    dead_event: Harness,
+) -> None:
+    shown = json.loads(webhooks("dead", "show", JOB, "--json").stdout)
+    assert shown["handlers"] == {RECORD: "done", NOTIFY: "failed"}
+    assert shown["last_attempt_turns"] == [
+        {"handler": NOTIFY, "state": "failed", "error": "RuntimeError: crm down"}
+    ]
+    assert [a["attempt"] for a in shown["attempt_log"]] == [1, 2, 3]
+    assert shown["attempts_left_out"] == 0
+    text = webhooks("dead", "show", JOB)
+    assert text.exit_code == 0, text.output
+    lines = [line.split() for line in text.stdout.splitlines()]
+    assert [RECORD, "done"] in lines and [NOTIFY, "failed"] in lines
+    assert [NOTIFY, "failed", "RuntimeError:", "crm", "down"] in lines  # the last attempt
+    # The ledger's attempts: attempt 1 ran both.
+    assert any(line[:1] == ["1"] and line[2:] == [RECORD, "done", "-"] for line in lines)
+
+
+def test_dead_show_says_when_the_ledger_no_longer_keeps_the_events_attempts(
+    dead_event: Harness, redis: Redis
+) -> None:
+    redis.delete("webhook:event:inbound:evt_1")  # past WEBHOOK_LEDGER_TTL
+    shown = json.loads(webhooks("dead", "show", JOB, "--json").stdout)
+    assert shown["handlers"] == {RECORD: "done", NOTIFY: "failed"}
+    assert (shown["attempt_log"], shown["attempts_left_out"]) == (None, None)
+    assert "no longer kept in the ledger" in webhooks("dead", "show", JOB).stdout
+
+
+def test_dead_list_json_names_the_handlers_that_have_not_succeeded(dead_event: Harness) -> None:
+    [row] = [json.loads(line) for line in webhooks("dead", "list", "--json").stdout.splitlines()]
+    assert row["failed_handlers"] == [NOTIFY]
+    assert {"job_id", "source", "event_id", "type", "attempts", "error"} <= set(row)
+
+
 # A handler's error carries the provider's text: clear the screen, break the line, go back
 # to its start and overwrite it.
 HOSTILE = "crm said \x1b[2J\nFAKE: all good\rok"
 
 
-@pytest.mark.parametrize("command", [["events", "show", "inbound", "evt_1"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "command", [["events", "show", "inbound", "evt_1"], ["dead", "show", JOB]], ids=" ".join
+)
 def test_a_hostile_error_in_a_handlers_turn_is_shown_neutralised(
     harness: Harness, redis: Redis, command: list[str]
 ) -> None:

@@ -23,6 +23,7 @@ from workers.ops.common import (
     redis_connection,
 )
 from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
+from workers.ops.turns_view import print_attempts, print_states, print_turns
 
 
 def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,7 +107,8 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 @click.argument("job_id")
 @json_option("As one JSON object.")
 def dead_show(job_id: str, as_json: bool) -> None:
-    """Show one dead letter: its event, headers, payload and last traceback."""
+    """Show one dead letter: its event, headers, where each handler stands, each handler's
+    turn at its last attempt and at every attempt the ledger keeps, payload and traceback."""
     settings = load_settings()
     with redis_connection(settings) as connection:
         shown = DeadLetters(settings, connection).show(job_id)
@@ -116,9 +118,16 @@ def dead_show(job_id: str, as_json: bool) -> None:
         click.echo(json.dumps(shown))
         return
     traceback, payload = shown.pop("traceback"), shown.pop("payload")
+    handlers, last_turns = shown.pop("handlers"), shown.pop("last_attempt_turns")
+    del shown["failed_handlers"]  # the handlers' table says it
+    attempt_log, left_out = shown.pop("attempt_log"), shown.pop("attempts_left_out")
     for key, value in shown.items():
         text = json.dumps(value) if isinstance(value, dict) else value
         click.echo(f"{key + ':':<13} {cell(text)}")
+    # Before the payload, which may run to pages.
+    print_states(handlers)
+    print_turns("last attempt", last_turns)
+    print_attempts(attempt_log, left_out)
     click.echo("payload:")
     click.echo(block(payload))
     click.echo("traceback:")
