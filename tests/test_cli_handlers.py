@@ -9,6 +9,9 @@ from collections.abc import Callable
 
 import pytest
 from redis import Redis
+from rq import Queue
+from rq.job import Job
+from rq.registry import FailedJobRegistry
 
 from app.keys import job_id_for
 from app.settings import Settings
@@ -150,6 +153,55 @@ def test_dead_list_json_names_the_handlers_that_have_not_succeeded(dead_event: H
     [row] = [json.loads(line) for line in webhooks("dead", "list", "--json").stdout.splitlines()]
     assert row["failed_handlers"] == [NOTIFY]
     assert {"job_id", "source", "event_id", "type", "attempts", "error"} <= set(row)
+
+
+def test_dead_requeue_reruns_only_the_handler_that_has_not_succeeded(
+    dead_event: Harness, redis: Redis
+) -> None:
+    redis.delete(DOWN)
+    assert webhooks("dead", "requeue", JOB).exit_code == 0
+    dead_event.drain()
+    assert runs(redis) == (1, 4)
+    assert Job.fetch(JOB, connection=redis).meta["handlers"] == {RECORD: "done", NOTIFY: "done"}
+
+
+def test_dead_requeue_all_handlers_reruns_every_handler(dead_event: Harness, redis: Redis) -> None:
+    redis.delete(DOWN)
+    assert webhooks("dead", "requeue", "--all-handlers", JOB).exit_code == 0
+    dead_event.drain()
+    assert runs(redis) == (2, 4)
+
+
+def test_dead_requeue_all_handlers_applies_to_a_selection(
+    dead_event: Harness, redis: Redis
+) -> None:
+    redis.delete(DOWN)
+    result = webhooks("dead", "requeue", "--all-handlers", "--source", "inbound")
+    assert result.exit_code == 0 and "requeued 1" in result.stdout
+    dead_event.drain()
+    assert runs(redis) == (2, 4)
+
+
+def test_dead_requeue_dry_run_says_which_handlers_would_rerun_and_changes_nothing(
+    dead_event: Harness, redis: Redis
+) -> None:
+    before = redis.hget(f"rq:job:{JOB}", "meta")
+    failed_only = webhooks("dead", "requeue", JOB, "--dry-run", "--json")
+    assert failed_only.exit_code == 0, failed_only.output
+    row = json.loads(failed_only.stdout)
+    assert (row["rerun_handlers"], row["kept_handlers"]) == ([NOTIFY], [RECORD])
+    every = webhooks("dead", "requeue", "--all", "--dry-run", "--all-handlers", "--json")
+    row = json.loads(every.stdout)
+    assert (row["rerun_handlers"], row["kept_handlers"]) == ([RECORD, NOTIFY], [])
+    text = webhooks("dead", "requeue", "--all", "--dry-run").stdout.splitlines()
+    reruns = text[0].index("RERUNS")
+    assert text[1][reruns:].split()[0] == NOTIFY and text[-1] == "would requeue 1 dead letter"
+    text = webhooks("dead", "requeue", JOB, "--dry-run", "--all-handlers").stdout.splitlines()
+    assert text[1][text[0].index("RERUNS") :].split()[0] == "all"
+    assert FailedJobRegistry("webhooks", connection=redis).get_job_ids() == [JOB]
+    assert len(Queue("webhooks", connection=redis)) == 0
+    assert redis.hget(f"rq:job:{JOB}", "meta") == before
+    assert runs(redis) == (1, 3)
 
 
 # A handler's error carries the provider's text: clear the screen, break the line, go back

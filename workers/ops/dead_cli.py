@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import click
@@ -112,9 +113,41 @@ def dead_show(job_id: str, as_json: bool) -> None:
     click.echo(block(traceback or "(none recorded)"))
 
 
-def _dry_run(store: DeadLetters, targets: Targets, would: str, as_json: bool) -> None:
+def _purge_dry_run(store: DeadLetters, targets: Targets, as_json: bool) -> None:
     letters = targeted(store, targets)
-    _print_letters(letters, as_json, f"would {would} {plural(len(letters), 'dead letter')}")
+    _print_letters(letters, as_json, f"would purge {plural(len(letters), 'dead letter')}")
+    report_missing(targets, {letter.job_id for letter in letters})
+
+
+RERUN_HEADER = (*DEAD_HEADER[:-1], "RERUNS", "ERROR")
+
+
+def _reruns(letter: DeadLetter, all_handlers: bool) -> str:
+    """What a requeue of it runs: every handler when it keeps none, else those that have
+    not succeeded, by name (when it knows of none, it says which it leaves out)."""
+    kept = letter.kept_handlers(all_handlers)
+    if not kept:
+        return "all"
+    return ", ".join(letter.rerun_handlers(all_handlers)) or "all but " + ", ".join(kept)
+
+
+def _requeue_dry_run(
+    store: DeadLetters, targets: Targets, all_handlers: bool, as_json: bool
+) -> None:
+    """The dry run's letters, each with the handlers its requeue would run again."""
+    letters = targeted(store, targets)
+    print_listing(
+        letters,
+        as_json,
+        lambda x: {
+            **x.as_dict(),
+            "rerun_handlers": x.rerun_handlers(all_handlers),
+            "kept_handlers": x.kept_handlers(all_handlers),
+        },
+        RERUN_HEADER,
+        lambda x: (*_row(x)[:-1], _reruns(x, all_handlers), x.error),
+        f"would requeue {plural(len(letters), 'dead letter')}",
+    )
     report_missing(targets, {letter.job_id for letter in letters})
 
 
@@ -122,17 +155,29 @@ def _dry_run(store: DeadLetters, targets: Targets, would: str, as_json: bool) ->
 @click.argument("job_ids", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
+@click.option(
+    "--all-handlers",
+    is_flag=True,
+    help="Run every handler again, those that succeeded too (default: only the others).",
+)
 @json_option("The dry run's dead letters, or the result, as JSON.")
 @selection_options
 def dead_requeue(
-    job_ids: tuple[str, ...], all_: bool, dry_run: bool, as_json: bool, **filters: Any
+    job_ids: tuple[str, ...],
+    all_: bool,
+    dry_run: bool,
+    all_handlers: bool,
+    as_json: bool,
+    **filters: Any,
 ) -> None:
-    """Put dead letters back on the queue, each with its full retry budget."""
+    """Put dead letters back on the queue, each with its full retry budget; each runs again
+    only its handlers that have not succeeded, unless --all-handlers."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "requeue", as_json)
+            _requeue_dry_run(store, targets, all_handlers, as_json)
         else:
-            apply_each(store.requeue, targets, "requeued", as_json)
+            requeue = partial(store.requeue, all_handlers=all_handlers)
+            apply_each(requeue, targets, "requeued", as_json)
 
 
 @dead.command("purge")
@@ -153,7 +198,7 @@ def dead_purge(
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "purge", as_json)
+            _purge_dry_run(store, targets, as_json)
             return
         if not targets.named and not yes:
             count = plural(len(targets.job_ids), "dead letter")

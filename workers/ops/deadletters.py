@@ -45,6 +45,20 @@ class DeadLetter:
     def failed_handlers(self) -> list[str]:
         return [name for name, state in self.handlers.items() if state in FAILURES]
 
+    def kept_handlers(self, all_handlers: bool) -> list[str]:
+        """The handlers a requeue does not run again: those that succeeded, unless all."""
+        return [] if all_handlers else [n for n, s in self.handlers.items() if s.succeeded]
+
+    def rerun_handlers(self, all_handlers: bool) -> list[str]:
+        """The handlers it knows of that a requeue runs again (any matching handler that
+        never finished a turn runs too); not one no longer registered at the last attempt."""
+        kept = self.kept_handlers(all_handlers)
+        return [
+            name
+            for name, state in self.handlers.items()
+            if name not in kept and state is not HandlerState.REMOVED
+        ]
+
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
         del row["failed_ts"], row["handlers"]
