@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 
 import pytest
@@ -202,6 +203,41 @@ def test_dead_requeue_dry_run_says_which_handlers_would_rerun_and_changes_nothin
     assert len(Queue("webhooks", connection=redis)) == 0
     assert redis.hget(f"rq:job:{JOB}", "meta") == before
     assert runs(redis) == (1, 3)
+
+
+@pytest.fixture
+def done_and_gone(harness: Harness, redis: Redis) -> Harness:
+    """evt_1 settled done, both handlers having run once; RQ has since dropped its job."""
+    harness.event("evt_1")
+    harness.drain()
+    redis.delete(f"rq:job:{JOB}")
+    assert runs(redis) == (1, 1)
+    return harness
+
+
+def _replay(*extra: str) -> dict[str, int]:
+    since = str(time.time() - 600)
+    result = webhooks("replay", "ledger", "inbound", "--since", since, "--json", *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_replay_ledger_all_handlers_reruns_every_handler_of_a_done_event(
+    done_and_gone: Harness, redis: Redis
+) -> None:
+    assert _replay("--all-handlers")["enqueued"] == 1
+    done_and_gone.drain()
+    assert runs(redis) == (2, 2)
+
+
+def test_replay_ledger_reruns_none_of_the_handlers_that_succeeded(
+    done_and_gone: Harness, redis: Redis
+) -> None:
+    assert _replay()["enqueued"] == 1
+    done_and_gone.drain()
+    assert runs(redis) == (1, 1)
+    shown = json.loads(webhooks("events", "show", "inbound", "evt_1", "--json").stdout)
+    assert shown["status"] == "done"
 
 
 # A handler's error carries the provider's text: clear the screen, break the line, go back
