@@ -139,14 +139,20 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
     return f"{count} {noun if count == 1 else (nouns or noun + 's')}"
 
 
-def print_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], indent: str = "") -> None:
     """A header row, then one row per item; every column padded but the last, which holds
-    the longest text (an error). Cells are escaped for the terminal."""
+    the longest text (an error). Cells are escaped for the terminal. Indented, it is a
+    section of a `show`, under its heading."""
     lines = [tuple(header)] + [tuple(cell(value) for value in row) for row in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     for line in lines:
         padded = [text.ljust(width) for text, width in zip(line, widths, strict=False)]
-        click.echo("  ".join([*padded, line[-1]]).rstrip())
+        click.echo(indent + "  ".join([*padded, line[-1]]).rstrip())
+
+
+def print_field(name: str, value: object) -> None:
+    """One `name: value` line of a `show`, the values aligned; None is shown as `-`."""
+    click.echo(f"{name + ':':<13} {cell(value if value is not None else '-')}")
 
 
 def print_listing(

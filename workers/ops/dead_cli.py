@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import click
 
 from workers.ops.common import (
-    TIME,
     CommandError,
     block,
     cell,
@@ -22,33 +18,17 @@ from workers.ops.common import (
     print_listing,
     redis_connection,
 )
-from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
-
-
-def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    for option in reversed(
-        [
-            click.option("--source", help="Only this source."),
-            click.option("--type", "type_", help="Only this event type."),
-            click.option("--error", help="Only errors containing this text (any case)."),
-            click.option(
-                "--since", type=TIME, help="Dead-lettered at or after (ISO 8601 or unix)."
-            ),
-            click.option("--until", type=TIME, help="Dead-lettered at or before."),
-        ]
-    ):
-        func = option(func)
-    return func
-
-
-def _selection(
-    source: str | None,
-    type_: str | None,
-    error: str | None,
-    since: float | None,
-    until: float | None,
-) -> Selection:
-    return Selection(source, type_, error, since, until)
+from workers.ops.dead_targets import (
+    Targets,
+    apply_each,
+    report_missing,
+    selected,
+    selection,
+    selection_options,
+    targeted,
+)
+from workers.ops.deadletters import DeadLetter, DeadLetters
+from workers.ops.turns_view import print_attempts, print_states, print_turns
 
 
 @click.group()
@@ -85,9 +65,9 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
     settings = load_settings()
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
-        selection = _selection(**filters)
-        groups = store.groups(selection) if group_by else None
-        letters = [] if groups is not None else store.find(selection)
+        chosen = selection(**filters)
+        groups = store.groups(chosen) if group_by else None
+        letters = [] if groups is not None else store.find(chosen)
     if groups is None:
         _print_letters(letters, as_json, plural(len(letters), "dead letter"))
         return
@@ -106,7 +86,8 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 @click.argument("job_id")
 @json_option("As one JSON object.")
 def dead_show(job_id: str, as_json: bool) -> None:
-    """Show one dead letter: its event, headers, payload and last traceback."""
+    """Show one dead letter: its event, headers, where each handler stands, each handler's
+    turn at its last attempt and at every attempt the ledger keeps, payload and traceback."""
     settings = load_settings()
     with redis_connection(settings) as connection:
         shown = DeadLetters(settings, connection).show(job_id)
@@ -116,84 +97,87 @@ def dead_show(job_id: str, as_json: bool) -> None:
         click.echo(json.dumps(shown))
         return
     traceback, payload = shown.pop("traceback"), shown.pop("payload")
+    handlers, last_turns = shown.pop("handlers"), shown.pop("last_attempt_turns")
+    del shown["failed_handlers"]  # the handlers' table says it
+    attempt_log, left_out = shown.pop("attempt_log"), shown.pop("attempts_left_out")
     for key, value in shown.items():
         text = json.dumps(value) if isinstance(value, dict) else value
         click.echo(f"{key + ':':<13} {cell(text)}")
+    # Before the payload, which may run to pages.
+    print_states(handlers)
+    print_turns("last attempt", last_turns)
+    print_attempts(attempt_log, left_out)
     click.echo("payload:")
     click.echo(block(payload))
     click.echo("traceback:")
     click.echo(block(traceback or "(none recorded)"))
 
 
-@dataclass(frozen=True, slots=True)
-class Targets:
-    """The dead letters a bulk command acts on, and how they were chosen."""
-
-    job_ids: list[str]
-    named: bool  # given as JOB_ID arguments, not by --all or filters
+def _purge_dry_run(store: DeadLetters, targets: Targets, as_json: bool) -> None:
+    letters = targeted(store, targets)
+    _print_letters(letters, as_json, f"would purge {plural(len(letters), 'dead letter')}")
+    report_missing(targets, {letter.job_id for letter in letters})
 
 
-@contextmanager
-def _selected(
-    ids: tuple[str, ...], all_: bool, filters: Any
-) -> Iterator[tuple[DeadLetters, Targets]]:
-    """The dead-letter store and the letters chosen by JOB_IDs, --all, or filters."""
-    selection = _selection(**filters)
-    if sum([bool(ids), all_, not selection.empty]) != 1:
-        raise click.UsageError(
-            "give JOB_ID..., --all, or filters (--source, --type, --error, "
-            "--since, --until): exactly one of them"
-        )
-    settings = load_settings()
-    with redis_connection(settings) as connection:
-        store = DeadLetters(settings, connection)
-        if ids:
-            yield store, Targets(list(ids), named=True)
-        else:
-            yield store, Targets([x.job_id for x in store.find(selection)], named=False)
+RERUN_HEADER = (*DEAD_HEADER[:-1], "RERUNS", "ERROR")
 
 
-def _dry_run(store: DeadLetters, targets: Targets, would: str, as_json: bool) -> None:
-    wanted = set(targets.job_ids)
-    letters = [letter for letter in store.find() if letter.job_id in wanted]
-    _print_letters(letters, as_json, f"would {would} {plural(len(letters), 'dead letter')}")
-    _report_missing(targets, {letter.job_id for letter in letters})
+def _reruns(letter: DeadLetter, all_handlers: bool) -> str:
+    """What a requeue of it runs: every handler when it keeps none, else those that have
+    not succeeded, by name (when it knows of none, it says which it leaves out)."""
+    kept = letter.kept_handlers(all_handlers)
+    if not kept:
+        return "all"
+    return ", ".join(letter.rerun_handlers(all_handlers)) or "all but " + ", ".join(kept)
 
 
-def _report_missing(targets: Targets, found: set[str]) -> None:
-    """Named ids that are not dead letters: said on stderr, and the exit status is 1."""
-    missing = [job_id for job_id in targets.job_ids if job_id not in found]
-    if missing:
-        click.echo(f"not dead letters (skipped): {cell(' '.join(missing))}", err=True)
-        sys.exit(1)
-
-
-def _apply(action: Callable[[str], bool], targets: Targets, did: str, as_json: bool) -> None:
-    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
-    done = {job_id for job_id in targets.job_ids if action(job_id)}
-    missing = [job_id for job_id in targets.job_ids if job_id not in done]
-    if as_json:
-        click.echo(json.dumps({did: len(done), "not_dead_letters": missing}))
-    else:
-        click.echo(f"{did} {plural(len(done), 'dead letter')}")
-    _report_missing(targets, done)
+def _requeue_dry_run(
+    store: DeadLetters, targets: Targets, all_handlers: bool, as_json: bool
+) -> None:
+    """The dry run's letters, each with the handlers its requeue would run again."""
+    letters = targeted(store, targets)
+    print_listing(
+        letters,
+        as_json,
+        lambda x: {
+            **x.as_dict(),
+            "rerun_handlers": x.rerun_handlers(all_handlers),
+            "kept_handlers": x.kept_handlers(all_handlers),
+        },
+        RERUN_HEADER,
+        lambda x: (*_row(x)[:-1], _reruns(x, all_handlers), x.error),
+        f"would requeue {plural(len(letters), 'dead letter')}",
+    )
+    report_missing(targets, {letter.job_id for letter in letters})
 
 
 @dead.command("requeue")
 @click.argument("job_ids", nargs=-1)
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
+@click.option(
+    "--all-handlers",
+    is_flag=True,
+    help="Run every handler again, those that succeeded too (default: only the others).",
+)
 @json_option("The dry run's dead letters, or the result, as JSON.")
 @selection_options
 def dead_requeue(
-    job_ids: tuple[str, ...], all_: bool, dry_run: bool, as_json: bool, **filters: Any
+    job_ids: tuple[str, ...],
+    all_: bool,
+    dry_run: bool,
+    all_handlers: bool,
+    as_json: bool,
+    **filters: Any,
 ) -> None:
-    """Put dead letters back on the queue, each with its full retry budget."""
-    with _selected(job_ids, all_, filters) as (store, targets):
+    """Put dead letters back on the queue, each with its full retry budget; each runs again
+    only its handlers that have not succeeded, unless --all-handlers."""
+    with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "requeue", as_json)
+            _requeue_dry_run(store, targets, all_handlers, as_json)
         else:
-            _apply(store.requeue, targets, "requeued", as_json)
+            requeue = partial(store.requeue, all_handlers=all_handlers)
+            apply_each(requeue, targets, "requeued", as_json)
 
 
 @dead.command("purge")
@@ -212,11 +196,11 @@ def dead_purge(
     **filters: Any,
 ) -> None:
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
-    with _selected(job_ids, all_, filters) as (store, targets):
+    with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
-            _dry_run(store, targets, "purge", as_json)
+            _purge_dry_run(store, targets, as_json)
             return
         if not targets.named and not yes:
             count = plural(len(targets.job_ids), "dead letter")
             click.confirm(f"Delete {count} for good?", abort=True, err=True)
-        _apply(store.purge, targets, "purged", as_json)
+        apply_each(store.purge, targets, "purged", as_json)

@@ -6,7 +6,7 @@ Kept in RQ's own registry so rq-dashboard shows and requeues the same entries th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redis import Redis
@@ -17,8 +17,12 @@ from rq.registry import FailedJobRegistry
 
 from app.formats import iso
 from app.jobstate import EventStatus, Outcome, UnreadableJob
+from app.keys import Keys
 from app.logs import log_state
 from app.settings import Settings
+from app.turns import FAILURES, HandlerState
+from workers.ops.ledger import EventLedger
+from workers.ops.turns_view import attempts_json, states_json, turns_json
 from workers.runtime.outcomes import meta_of, read_event, record
 from workers.runtime.retries import restore_budget
 
@@ -33,10 +37,32 @@ class DeadLetter:
     error: str
     failed_at: str | None
     failed_ts: float | None = None
+    # Where each handler stands for the event (its job's meta); listed as the names of
+    # those that have not succeeded.
+    handlers: dict[str, HandlerState] = field(default_factory=dict)
+
+    @property
+    def failed_handlers(self) -> list[str]:
+        return [name for name, state in self.handlers.items() if state in FAILURES]
+
+    def kept_handlers(self, all_handlers: bool) -> list[str]:
+        """The handlers a requeue does not run again: those that succeeded, unless all."""
+        return [] if all_handlers else [n for n, s in self.handlers.items() if s.succeeded]
+
+    def rerun_handlers(self, all_handlers: bool) -> list[str]:
+        """The handlers it knows of that a requeue runs again (any matching handler that
+        never finished a turn runs too); not one no longer registered at the last attempt."""
+        kept = self.kept_handlers(all_handlers)
+        return [
+            name
+            for name, state in self.handlers.items()
+            if name not in kept and state is not HandlerState.REMOVED
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
-        del row["failed_ts"]
+        del row["failed_ts"], row["handlers"]
+        row["failed_handlers"] = self.failed_handlers
         return row
 
 
@@ -56,6 +82,7 @@ def dead_letter_of(job: Job) -> DeadLetter:
         error=meta.last_error,
         failed_at=iso(meta.dead_at),
         failed_ts=meta.dead_at,
+        handlers=meta.handler_states,
     )
 
 
@@ -173,13 +200,38 @@ class DeadLetters:
                 "requeues": meta.requeues,
                 "permanent": meta.permanent,
                 "headers": call.headers,
+                "handlers": states_json(meta.handler_states),
+                "last_attempt_turns": turns_json(meta.attempt_turns),
+                **self._attempts(meta.prefix, meta.source, meta.event_id),
                 "payload": call.raw.decode("utf-8", errors="replace"),
             }
         except UnreadableJob:  # not an event's job: what RQ knows of it
-            event = {"received_at": None, "requeues": 0, "permanent": False, "headers": {},
-                     "payload": ""}  # fmt: skip
+            event = {
+                "received_at": None,
+                "requeues": 0,
+                "permanent": False,
+                "headers": {},
+                "handlers": {},
+                "last_attempt_turns": [],
+                "attempt_log": None,
+                "attempts_left_out": None,
+                "payload": "",
+            }
         return {
             **dead_letter_of(job).as_dict(),
             **event,
             "traceback": result.exc_string if result is not None else None,
+        }
+
+    def _attempts(self, prefix: str, source: str, event_id: str) -> dict[str, Any]:
+        """The attempts the event's ledger record keeps; None for both once the record is
+        gone (RQ keeps a dead letter a year, the ledger WEBHOOK_LEDGER_TTL)."""
+        # Where the worker recorded them: the job's own prefix (none: not the receiver's job).
+        ledger = EventLedger(Keys(prefix, ""), self.connection) if prefix else None
+        found = ledger.get(source, event_id) if ledger is not None else None
+        if found is None:
+            return {"attempt_log": None, "attempts_left_out": None}
+        return {
+            "attempt_log": attempts_json(found.attempt_log),
+            "attempts_left_out": found.attempts_left_out,
         }

@@ -15,15 +15,16 @@ from workers.ops.common import (
     TIME,
     CommandError,
     block,
-    cell,
     json_option,
     load_settings,
     payload_fields,
     plural,
+    print_field,
     print_listing,
     redis_connection,
 )
 from workers.ops.ledger import EventLedger, LedgerRecord
+from workers.ops.turns_view import attempts_json, print_attempts, print_states, states_json
 
 STATUSES = [str(s) for s in EventStatus]
 
@@ -57,7 +58,8 @@ def _row(record: LedgerRecord) -> tuple[object, ...]:
 @click.argument("event_id")
 @json_option("As one JSON object.")
 def events_show(source: str, event_id: str, as_json: bool) -> None:
-    """One event: its status, attempts, last error, times and payload."""
+    """One event: its status, attempts, last error, times, where each handler stands, each
+    handler's turn at every attempt kept, and the payload."""
     settings = load_settings()
     if source not in settings.sources:
         raise click.BadParameter(
@@ -72,11 +74,21 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
             "WEBHOOK_LEDGER_TTL"
         )
     shown = record.summary()
+    handlers = states_json(record.handlers)
+    attempt_log = attempts_json(record.attempt_log)
     if as_json:
-        click.echo(json.dumps({**shown, **payload_fields(record.payload or b"")}))
+        turns = {
+            "handlers": handlers,
+            "attempt_log": attempt_log,
+            "attempts_left_out": record.attempts_left_out,
+        }
+        click.echo(json.dumps({**shown, **turns, **payload_fields(record.payload or b"")}))
         return
     for key, value in shown.items():
-        click.echo(f"{key + ':':<13} {cell(value if value is not None else '-')}")
+        print_field(key, value)
+    # Before the payload, which may run to pages.
+    print_states(handlers)
+    print_attempts(attempt_log, record.attempts_left_out)
     click.echo("payload:")
     click.echo(block((record.payload or b"").decode("utf-8", errors="replace")))
 

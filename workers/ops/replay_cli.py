@@ -211,17 +211,30 @@ def replay_provider(
     type=click.Choice([str(s) for s in EventStatus]),
     help="Only events in this state (e.g. dead).",
 )
+@click.option(
+    "--all-handlers",
+    is_flag=True,
+    help="Run every handler again, those that succeeded too (default: only the others).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def replay_from_ledger(
-    source: str, since: float, until: float | None, status: str | None, as_json: bool
+    source: str,
+    since: float,
+    until: float | None,
+    status: str | None,
+    all_handlers: bool,
+    as_json: bool,
 ) -> None:
-    """Re-run events stored in the ledger (dead letters get a full retry budget)."""
+    """Re-run events stored in the ledger (dead letters get a full retry budget); each runs
+    again only its handlers that have not succeeded, unless --all-handlers."""
     settings = load_settings()
     source_config = _source(settings, source)
     with redis_connection(settings) as redis:
 
         def action(progress: Callable[[Counts], None]) -> Counts:
             wanted = EventStatus(status) if status else None
-            return replay_ledger(settings, source_config, redis, since, until, wanted, progress)
+            return replay_ledger(
+                settings, source_config, redis, since, until, wanted, progress, all_handlers
+            )
 
         _run(as_json, Redactor.of(settings), action)

@@ -1,0 +1,95 @@
+"""Which dead letters a `webhooks dead` command acts on (JOB_IDs, --all, or filters), and
+how a bulk command reports the ids that were not dead letters."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from workers.ops.common import TIME, cell, load_settings, plural, redis_connection
+from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
+
+
+def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        [
+            click.option("--source", help="Only this source."),
+            click.option("--type", "type_", help="Only this event type."),
+            click.option("--error", help="Only errors containing this text (any case)."),
+            click.option(
+                "--since", type=TIME, help="Dead-lettered at or after (ISO 8601 or unix)."
+            ),
+            click.option("--until", type=TIME, help="Dead-lettered at or before."),
+        ]
+    ):
+        func = option(func)
+    return func
+
+
+def selection(
+    source: str | None,
+    type_: str | None,
+    error: str | None,
+    since: float | None,
+    until: float | None,
+) -> Selection:
+    return Selection(source, type_, error, since, until)
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The dead letters a bulk command acts on, and how they were chosen."""
+
+    job_ids: list[str]
+    named: bool  # given as JOB_ID arguments, not by --all or filters
+
+
+@contextmanager
+def selected(
+    ids: tuple[str, ...], all_: bool, filters: Any
+) -> Iterator[tuple[DeadLetters, Targets]]:
+    """The dead-letter store and the letters chosen by JOB_IDs, --all, or filters."""
+    chosen = selection(**filters)
+    if sum([bool(ids), all_, not chosen.empty]) != 1:
+        raise click.UsageError(
+            "give JOB_ID..., --all, or filters (--source, --type, --error, "
+            "--since, --until): exactly one of them"
+        )
+    settings = load_settings()
+    with redis_connection(settings) as connection:
+        store = DeadLetters(settings, connection)
+        if ids:
+            yield store, Targets(list(ids), named=True)
+        else:
+            yield store, Targets([x.job_id for x in store.find(chosen)], named=False)
+
+
+def targeted(store: DeadLetters, targets: Targets) -> list[DeadLetter]:
+    """The targets that are dead letters, as a dry run lists them."""
+    wanted = set(targets.job_ids)
+    return [letter for letter in store.find() if letter.job_id in wanted]
+
+
+def report_missing(targets: Targets, found: set[str]) -> None:
+    """Named ids that are not dead letters: said on stderr, and the exit status is 1."""
+    missing = [job_id for job_id in targets.job_ids if job_id not in found]
+    if missing:
+        click.echo(f"not dead letters (skipped): {cell(' '.join(missing))}", err=True)
+        sys.exit(1)
+
+
+def apply_each(action: Callable[[str], bool], targets: Targets, did: str, as_json: bool) -> None:
+    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
+    done = {job_id for job_id in targets.job_ids if action(job_id)}
+    missing = [job_id for job_id in targets.job_ids if job_id not in done]
+    if as_json:
+        click.echo(json.dumps({did: len(done), "not_dead_letters": missing}))
+    else:
+        click.echo(f"{did} {plural(len(done), 'dead letter')}")
+    report_missing(targets, done)
