@@ -149,15 +149,24 @@ EVENT = """{% extends "layout.html" %}
  <form method="post" action="{{ url_for('events.requeue') }}" class="d-inline">
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
-  <button id="requeue" type="submit" class="btn btn-sm btn-warning">Requeue (full retry
-   budget)</button>
+  <button id="requeue" type="submit" name="handlers" value="failed"
+   class="btn btn-sm btn-warning" title="full retry budget; the handlers that succeeded do not
+   run again">Requeue failed handlers</button>
+  <button id="requeue-all" type="submit" name="handlers" value="all"
+   class="btn btn-sm btn-outline-warning" title="full retry budget; every handler runs
+   again">Requeue, all handlers</button>
  </form>
  {% endif %}
  {% if not pending %}
  <form method="post" action="{{ url_for('events.replay') }}" class="d-inline">
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
-  <button id="replay" type="submit" class="btn btn-sm btn-outline-secondary">Replay</button>
+  <button id="replay" type="submit" name="handlers" value="failed"
+   class="btn btn-sm btn-outline-secondary" title="the handlers that have not succeeded run
+   again">Replay</button>
+  <button id="replay-all" type="submit" name="handlers" value="all"
+   class="btn btn-sm btn-outline-secondary"
+   title="every handler runs again">Replay, all handlers</button>
  </form>
  {% endif %}
 </div>
@@ -171,7 +180,7 @@ EVENT = """{% extends "layout.html" %}
  bytes{% if d.payload.cut %}, the start shown{% endif %})</small></h2>
 <pre id="payload" class="payload">{{ d.payload.text }}</pre>
 <h2 class="h6">Handlers <small>(where each stands after the last attempt)</small></h2>
-{% if d.handlers %}<table id="handlers" class="table table-sm"><tbody>
+{% if d.handlers %}<table id="handlers" class="table table-sm w-auto"><tbody>
  {% for name, state in d.handlers %}<tr><td class="handler">{{ name }}</td><td><span
   class="state state-{{ state }}">{{ state }}</span></td></tr>{% endfor %}
 </tbody></table>{% else %}<p>No handler has run for this event.</p>{% endif %}
