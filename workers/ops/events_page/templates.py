@@ -150,11 +150,12 @@ EVENT = """{% extends "layout.html" %}
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
   <button id="requeue" type="submit" name="handlers" value="failed"
-   class="btn btn-sm btn-warning" title="full retry budget; the handlers that succeeded do not
-   run again">Requeue failed handlers</button>
+   class="btn btn-sm btn-warning"
+   title="Full retry budget; the handlers that succeeded do not run again."
+   >Requeue failed handlers</button>
   <button id="requeue-all" type="submit" name="handlers" value="all"
-   class="btn btn-sm btn-outline-warning" title="full retry budget; every handler runs
-   again">Requeue, all handlers</button>
+   class="btn btn-sm btn-outline-warning"
+   title="Full retry budget; every handler runs again.">Requeue, all handlers</button>
  </form>
  {% endif %}
  {% if not pending %}
@@ -162,11 +163,11 @@ EVENT = """{% extends "layout.html" %}
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
   <button id="replay" type="submit" name="handlers" value="failed"
-   class="btn btn-sm btn-outline-secondary" title="the handlers that have not succeeded run
-   again">Replay</button>
+   class="btn btn-sm btn-outline-secondary"
+   title="The handlers that have not succeeded run again.">Replay</button>
   <button id="replay-all" type="submit" name="handlers" value="all"
    class="btn btn-sm btn-outline-secondary"
-   title="every handler runs again">Replay, all handlers</button>
+   title="Every handler runs again.">Replay, all handlers</button>
  </form>
  {% endif %}
 </div>
@@ -189,7 +190,7 @@ EVENT = """{% extends "layout.html" %}
 {% if d.turns %}<table id="attempts" class="table table-sm">
  <thead><tr><th>attempt</th><th>ended (UTC)</th><th>handler</th><th>state</th><th>error</th>
  </tr></thead><tbody>
- {% for t in d.turns %}<tr><td class="n">{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
+ {% for t in d.turns %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
   class="handler">{{ t.handler }}</td><td><span class="state state-{{ t.state }}">{{ t.state
   }}</span></td><td class="error">{{ t.error }}</td></tr>{% endfor %}
 </tbody></table>{% elif d.rq_attempts %}<table id="attempts" class="table table-sm">
