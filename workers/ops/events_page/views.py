@@ -195,11 +195,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         # reruns only the handlers that have not succeeded, the command's default.
         every = request.form.get("handlers") == ALL_HANDLERS
         record = ledger().get(source, event_id)
-        done = (
-            actions.Done.UNKNOWN
-            if record is None
-            else action(settings, connection(), record, every)
-        )
+        done = action(settings, connection(), record, every) if record else actions.Done.UNKNOWN
         log_action(
             name,
             source=source,
