@@ -19,6 +19,19 @@ from workers.ops.dashboard import create_dashboard
 ORIGIN = {"Origin": "http://localhost"}
 ROW_ID = re.compile(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>')
 SERIES_TOTAL = re.compile(r'<tr class="series-(\w+)"><th>\w+</th><td class="total">(\d+)')
+CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
+TAG = re.compile(r"<[^>]+>")
+
+
+def table(page: str, table_id: str) -> list[list[str]]:
+    """The body rows of one table of the page, each cell's text (tags dropped, unescaped)."""
+    found = re.search(rf'<table id="{table_id}"[^>]*>(.*?)</table>', page, re.S)
+    assert found is not None, f"no table {table_id}"
+    body = found.group(1).split("<tbody>", 1)[-1]
+    return [
+        [unescape(TAG.sub("", cell)).strip() for cell in CELL.findall(row)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+    ]
 
 
 def ids_of(page: str) -> list[str]:
@@ -46,10 +59,11 @@ class Site:
 @pytest.fixture
 def make_site(make_harness: Callable[..., Harness]) -> Callable[..., Site]:
     """A receiver, the real worker and the dashboard on one Redis. Handlers: order.* is
-    done, fail.* raises (dead-lettered at once: no retries), bad.* is permanent."""
+    done, fail.* raises (dead-lettered at once: unless the settings grant retries), bad.*
+    is permanent."""
 
     def make(**settings: Any) -> Site:
-        harness = make_harness(webhook_max_retries=0, **settings)
+        harness = make_harness(**{"webhook_max_retries": 0, **settings})
 
         @handler("inbound", "order.created")
         def ok(event: Event) -> None:

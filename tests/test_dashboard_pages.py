@@ -52,11 +52,38 @@ def test_a_dead_letters_metadata_reads_as_lines_with_iso_times(
         "attempts": "1 (retries granted: 0)",
         "requeued": "0 time(s)",
         "last error": f"{handler_name(boom)}: RuntimeError: downstream API answered 502",
+        "handlers": f"{handler_name(boom)}: failed",
+        "last attempt": f"{handler_name(boom)}: failed (RuntimeError: downstream API answered 502)",
         "settled at": "-",
     }
     assert "prefix" not in metadata and "1796" not in metadata  # no internals, no epochs
     page = client.get(f"/0/view/job/{job_id}", auth=AUTH).get_data(as_text=True)
     assert '<pre class="metadata"><%- d.metadata %></pre>' in page
+
+
+def test_a_jobs_metadata_says_where_each_handler_stands_and_how_its_last_turn_ended(
+    make_harness: Callable[..., Harness],
+) -> None:
+    harness = make_harness(webhook_max_retries=1)
+
+    @handler("inbound", "two.step")
+    def crm(event: Event) -> None:
+        pass
+
+    @handler("inbound", "two.step")
+    def mailer(event: Event) -> None:
+        raise RuntimeError(f"SMTP 451 on attempt {event.attempt}")
+
+    harness.event("evt_two", "two.step")
+    harness.drain()
+    client = create_dashboard(harness.settings).test_client()
+    job_id = job_id_for("inbound", "evt_two")
+    metadata = client.get(f"/0/data/job/{job_id}.json", auth=AUTH).get_json()["metadata"]
+    lines = {k.strip(): v.strip() for k, v in (x.split(": ", 1) for x in metadata.splitlines())}
+    ok, failing = handler_name(crm), handler_name(mailer)
+    assert lines["handlers"] == f"{ok}: done; {failing}: failed"
+    # The second attempt ran only the handler that had not succeeded.
+    assert lines["last attempt"] == f"{failing}: failed (RuntimeError: SMTP 451 on attempt 2)"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import app.timeline
 from app.keys import job_id_for
 from app.timeline import ReceiverCounts, flush, note_fresh
 from tests.conftest import AUTH, SECRET
-from tests.events_site import ORIGIN, Site, make_site, site
+from tests.events_site import ORIGIN, Site, make_site, site, table
 
 __all__ = ["make_site", "site"]  # fixtures
 
@@ -35,7 +35,9 @@ def test_the_event_page_shows_headers_payload_attempts_and_the_job(site: Site) -
     job_id = job_id_for("inbound", "evt_fail")
     assert f'href="/0/view/job/{job_id}"' in page
     assert f">{job_id}</a> (failed, in rq-dashboard)" in page
-    assert re.search(r"<td>failed</td>", page)  # the attempt RQ recorded
+    assert [row[3:] for row in table(page, "attempts")] == [  # its one handler's one turn
+        ["failed", "RuntimeError: CRM said no to evt_fail"]
+    ]
     assert "Traceback (most recent call last)" in unescape(page)
     assert 'id="requeue"' in page
 

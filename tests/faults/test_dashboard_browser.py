@@ -140,6 +140,8 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     driver.get(f"{dashboard.url}/0/view/job/{dead}")
     wait_until(lambda: "cannot parse" in page_text(driver), 20, "job")
     assert "window.__xss='payload'" in page_text(driver)
+    # The metadata's handler lines, the last attempt's turn quoting the payload: text too.
+    assert "hostile_type: failed (ValueError: cannot parse" in page_text(driver)
     driver.get(f"{dashboard.url}/0/view/workers")
     wait_until(lambda: "order.slow" in page_text(driver), 20, "call")
     shown = page_text(driver)

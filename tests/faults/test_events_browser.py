@@ -37,19 +37,20 @@ def hex_colour(value: str) -> tuple[int, int, int]:
 
 def attacker_page(dashboard: str, event_id: str, source: str = "inbound") -> str:
     """A page on another origin that posts the Events page's actions with the login the
-    browser holds: a form, and a no-cors fetch."""
+    browser holds: a form for all handlers, and a no-cors fetch for the failed ones."""
     action = f"{dashboard}/events/requeue"
     return f"""<!doctype html><html><body>
         <iframe name="sink"></iframe>
         <form id="f" method="post" action="{action}" target="sink">
           <input type="hidden" name="source" value="{source}">
           <input type="hidden" name="id" value="{html.escape(event_id)}">
+          <input type="hidden" name="handlers" value="all">
         </form>
         <script>
           document.getElementById("f").submit();
           fetch("{action}", {{method: "POST", mode: "no-cors", credentials: "include",
-            body: new URLSearchParams({{source: "{source}", id: decodeURIComponent(
-            "{quote(event_id)}")}})}});
+            body: new URLSearchParams({{source: "{source}", handlers: "failed",
+            id: decodeURIComponent("{quote(event_id)}")}})}});
           setTimeout(() => document.title = "fired", 1000);
         </script></body></html>"""
 
@@ -113,6 +114,9 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     assert driver.find_element(By.ID, "event-id").text == HOSTILE_ID
     assert "window.__xss='payload'" in driver.find_element(By.ID, "payload").text
     assert "cannot parse" in body()
+    # The handler's turn carries the hostile note in its error: text too.
+    turns = driver.find_element(By.ID, "attempts").text
+    assert "hostile_type" in turns and "window.__xss='payload'" in turns
     job_link = driver.find_element(By.ID, "job-link").get_attribute("href") or ""
     assert job_link.endswith(f"/0/view/job/{dead}")
     event_page = driver.current_url
@@ -130,7 +134,9 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     driver.get(event_page)
     wait_until(lambda: "Payload" in body(), 20, "the event page again")
     driver.find_element(By.ID, "requeue").click()
-    wait_until(lambda: "Requeued with its full retry budget." in body(), 20, "the requeue")
+    done = "Requeued with its full retry budget. Only its handlers that have not succeeded"
+    wait_until(lambda: done in body(), 20, "the requeue")
     assert_nothing_ran(driver, "after the requeue")
     wait_until(lambda: '"action": "events.requeue"' in dashboard.output(), 10, "its log line")
     assert '"outcome": "requeued"' in dashboard.output()
+    assert '"all_handlers": false' in dashboard.output()

@@ -2,7 +2,10 @@
 
 - A job's *Metadata* was `json.dumps(job.meta)`: a blob with Unix timestamps. For an
   event's job it becomes lines an operator reads at 3 a.m.: source, type, event id, status,
-  attempts, last error and times in ISO 8601 (UTC); other jobs get one `key: value` per line.
+  attempts, last error, where each handler stands and how each one's turn at the last
+  attempt ended, and times in ISO 8601 (UTC); other jobs get one `key: value` per line.
+  The page inserts it as text (`dashboard_guard.escape_rq_dashboard`): errors quote
+  provider-controlled payloads.
 - The navigation bar gets an *Events* entry (`workers/ops/events_page`).
 The template edits are exact: an rq-dashboard upgrade that moves their anchors fails
 loudly (`TemplateEditMissing`), and a test loads every edited template.
@@ -18,6 +21,7 @@ from flask import Flask, Response, jsonify
 
 from app.formats import iso
 from app.jobstate import JobMeta, UnreadableJob
+from app.turns import Turn
 
 # (template, pattern, replacement): each pattern must match exactly once.
 TEMPLATE_EDITS: tuple[tuple[str, str, str], ...] = (
@@ -64,6 +68,8 @@ def readable_metadata(meta: dict[str, Any]) -> str:
         ("attempts", f"{event.attempts} (retries granted: {event.budget})"),
         ("requeued", f"{event.requeues} time(s)"),
         ("last error", event.last_error or "-"),
+        ("handlers", "; ".join(f"{n}: {s}" for n, s in event.handler_states.items()) or "-"),
+        ("last attempt", "; ".join(_turn(t) for t in event.attempt_turns) or "-"),
         ("received at", iso(event.received_at) or "-"),
         ("dead at", iso(event.dead_at) or "-"),
         ("settled at", iso(event.settled_at) or "-"),
@@ -75,6 +81,11 @@ def readable_metadata(meta: dict[str, Any]) -> str:
     rows += [(key, json.dumps(value, default=str)) for key, value in sorted(event.extra.items())]
     width = max(len(name) for name, _ in rows) + 1
     return "\n".join(f"{name + ':':<{width}} {value}" for name, value in rows)
+
+
+def _turn(turn: Turn) -> str:
+    """`name: state`, and the error of a failed one: `name: failed (ValueError: ...)`."""
+    return f"{turn.handler}: {turn.state}" + (f" ({turn.error})" if turn.error else "")
 
 
 def readable_job_info(app: Flask) -> None:

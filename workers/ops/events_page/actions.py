@@ -5,8 +5,10 @@
 - Replay: a stored event runs again: a dead letter is requeued, an event whose job is gone is
   enqueued again from the stored payload, a pending one is left alone, one whose payload is
   stored nowhere is not replayed (`webhooks replay ledger`).
-Each answers with one of a few fixed outcomes; the page shows a fixed sentence for each, so
-nothing a sender wrote is ever reflected from the form.
+Each reruns the event's handlers that have not succeeded, or, with `all_handlers` (the
+command's `--all-handlers`), every one. Each answers with one of a few fixed outcomes; the
+page shows a fixed sentence for each, so nothing a sender wrote is ever reflected from the
+form.
 """
 
 from __future__ import annotations
@@ -39,16 +41,29 @@ MESSAGES = {
     "its job, and its ledger record holds no copy).",
     Done.UNKNOWN: "No such event in the ledger (not received, or older than WEBHOOK_LEDGER_TTL).",
 }
+# What runs again, after the sentence of an outcome that queued the event.
+RERUN = {
+    False: "Only its handlers that have not succeeded run again.",
+    True: "Every handler runs again, those that succeeded too.",
+}
 
 
-def requeue(settings: Settings, redis: Redis, record: LedgerRecord) -> Done:
-    requeued = DeadLetters(settings, redis).requeue(record.job_id, by="dashboard")
+def message(done: Done, all_handlers: bool) -> str:
+    if done in (Done.REQUEUED, Done.ENQUEUED):
+        return f"{MESSAGES[done]} {RERUN[all_handlers]}"
+    return MESSAGES[done]
+
+
+def requeue(settings: Settings, redis: Redis, record: LedgerRecord, all_handlers: bool) -> Done:
+    dead = DeadLetters(settings, redis)
+    requeued = dead.requeue(record.job_id, by="dashboard", all_handlers=all_handlers)
     return Done.REQUEUED if requeued else Done.NOT_DEAD
 
 
-def replay(settings: Settings, redis: Redis, record: LedgerRecord) -> Done:
+def replay(settings: Settings, redis: Redis, record: LedgerRecord, all_handlers: bool) -> Done:
     source = settings.sources[record.source]
-    done = LedgerReplay(settings, redis, by="dashboard").replay(source, record)
+    replayer = LedgerReplay(settings, redis, by="dashboard", all_handlers=all_handlers)
+    done = replayer.replay(source, record)
     return {
         Replayed.REQUEUED: Done.REQUEUED,
         Replayed.ENQUEUED: Done.ENQUEUED,

@@ -1,8 +1,10 @@
 """One event, as its page shows it: the ledger record, and what its RQ job still holds.
 
-The record has the status, attempts, last error, times and the payload as received. The job,
-while RQ keeps it, adds the provider headers that matter and each attempt RQ recorded (with
-the last traceback). Nothing here is trusted: the template escapes every value.
+The record has the status, attempts (each handler's turn at each, `attempts.py`), where
+each handler stands, last error, times and the payload as received. The job, while RQ
+keeps it, adds the provider headers that matter and the last traceback (and, for a record
+without turns, each attempt RQ recorded). Nothing here is trusted: the template escapes
+every value.
 """
 
 from __future__ import annotations
@@ -13,22 +15,20 @@ from dataclasses import dataclass, field
 from redis import Redis
 from rq.exceptions import DeserializationError, NoSuchJobError
 from rq.job import Job
-from rq.results import Result
 
-from app.formats import iso
 from app.jobstate import EventCall, PayloadFormat
+from workers.ops.events_page.attempts import (
+    RqAttempt,
+    TurnRow,
+    earlier_note,
+    rq_attempts,
+    rq_note,
+    turn_rows,
+)
 from workers.ops.ledger import LedgerRecord
-from workers.runtime.outcomes import last_error
 
 # Past this size the page shows the start of the payload (the command shows all of it).
 SHOWN_PAYLOAD = 256 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    when: str
-    outcome: str
-    error: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +45,15 @@ class EventDetail:
     payload: Payload
     job_status: str | None = None  # None: RQ no longer has the job
     headers: dict[str, str] = field(default_factory=dict)
-    attempts: tuple[Attempt, ...] = ()
+    turns: tuple[TurnRow, ...] = ()  # from the record
+    rq_attempts: tuple[RqAttempt, ...] = ()  # from RQ, for a record without turns
+    note: str | None = None  # which attempts the list leaves out
     traceback: str | None = None
     dead_letter: bool = False
+
+    @property
+    def handlers(self) -> list[tuple[str, str]]:
+        return [(name, str(state)) for name, state in self.record.handlers.items()]
 
 
 def payload_of(record: LedgerRecord) -> Payload:
@@ -76,31 +82,20 @@ def payload_of(record: LedgerRecord) -> Payload:
     return Payload(decoded[:SHOWN_PAYLOAD], kind, size, size > SHOWN_PAYLOAD)
 
 
-def _attempts(job: Job) -> tuple[tuple[Attempt, ...], str | None]:
-    results = Result.all(job)  # newest first
-    attempts = tuple(
-        Attempt(
-            when=iso(result.created_at.timestamp()) or "-",
-            outcome=Result.Type(result.type).name.lower().replace("_", " "),
-            error=last_error(result.exc_string) if result.exc_string else "",
-        )
-        for result in results
-    )
-    traceback = next((r.exc_string for r in results if r.exc_string), None)
-    return attempts, traceback
-
-
 def load_detail(connection: Redis, record: LedgerRecord, failed_key: str) -> EventDetail:
     payload = payload_of(record)
+    turns, note = turn_rows(record), earlier_note(record)
     try:
         job = Job.fetch(record.job_id, connection=connection)
     except NoSuchJobError:
-        return EventDetail(record, payload)
+        return EventDetail(record, payload, turns=turns, note=note)
     try:
         headers = dict(EventCall.from_args(job.args).headers)
     except (TypeError, ValueError, DeserializationError):
         headers = {}
-    attempts, traceback = _attempts(job)
+    attempts, traceback = rq_attempts(job)
+    if not record.attempt_log and attempts:
+        note = rq_note(record, len(attempts))
     dead = connection.zscore(failed_key, job.id) is not None
     status = job.get_status(refresh=False)
     return EventDetail(
@@ -108,7 +103,9 @@ def load_detail(connection: Redis, record: LedgerRecord, failed_key: str) -> Eve
         payload,
         job_status=str(getattr(status, "value", status) or "-"),
         headers=headers,
-        attempts=attempts,
+        turns=turns,
+        rq_attempts=() if record.attempt_log else attempts,
+        note=note,
         traceback=traceback,
         dead_letter=dead,
     )

@@ -149,15 +149,25 @@ EVENT = """{% extends "layout.html" %}
  <form method="post" action="{{ url_for('events.requeue') }}" class="d-inline">
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
-  <button id="requeue" type="submit" class="btn btn-sm btn-warning">Requeue (full retry
-   budget)</button>
+  <button id="requeue" type="submit" name="handlers" value="failed"
+   class="btn btn-sm btn-warning"
+   title="Full retry budget; the handlers that succeeded do not run again."
+   >Requeue failed handlers</button>
+  <button id="requeue-all" type="submit" name="handlers" value="all"
+   class="btn btn-sm btn-outline-warning"
+   title="Full retry budget; every handler runs again.">Requeue, all handlers</button>
  </form>
  {% endif %}
  {% if not pending %}
  <form method="post" action="{{ url_for('events.replay') }}" class="d-inline">
   <input type="hidden" name="source" value="{{ d.record.source }}"><input type="hidden" name="id"
    value="{{ d.record.id }}">
-  <button id="replay" type="submit" class="btn btn-sm btn-outline-secondary">Replay</button>
+  <button id="replay" type="submit" name="handlers" value="failed"
+   class="btn btn-sm btn-outline-secondary"
+   title="The handlers that have not succeeded run again.">Replay</button>
+  <button id="replay-all" type="submit" name="handlers" value="all"
+   class="btn btn-sm btn-outline-secondary"
+   title="Every handler runs again.">Replay, all handlers</button>
  </form>
  {% endif %}
 </div>
@@ -170,10 +180,22 @@ EVENT = """{% extends "layout.html" %}
 <h2 class="h6">Payload <small>({{ d.payload.kind }}, {{ d.payload.size }}
  bytes{% if d.payload.cut %}, the start shown{% endif %})</small></h2>
 <pre id="payload" class="payload">{{ d.payload.text }}</pre>
+<h2 class="h6">Handlers <small>(where each stands after the last attempt)</small></h2>
+{% if d.handlers %}<table id="handlers" class="table table-sm w-auto"><tbody>
+ {% for name, state in d.handlers %}<tr><td class="handler">{{ name }}</td><td><span
+  class="state state-{{ state }}">{{ state }}</span></td></tr>{% endfor %}
+</tbody></table>{% else %}<p>No handler has run for this event.</p>{% endif %}
 <h2 class="h6">Attempts</h2>
-{% if d.attempts %}<table id="attempts" class="table table-sm">
+{% if d.note %}<p id="attempts-note">{{ d.note }}</p>{% endif %}
+{% if d.turns %}<table id="attempts" class="table table-sm">
+ <thead><tr><th>attempt</th><th>ended (UTC)</th><th>handler</th><th>state</th><th>error</th>
+ </tr></thead><tbody>
+ {% for t in d.turns %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
+  class="handler">{{ t.handler }}</td><td><span class="state state-{{ t.state }}">{{ t.state
+  }}</span></td><td class="error">{{ t.error }}</td></tr>{% endfor %}
+</tbody></table>{% elif d.rq_attempts %}<table id="attempts" class="table table-sm">
  <thead><tr><th>when (UTC)</th><th>outcome</th><th>error</th></tr></thead><tbody>
- {% for a in d.attempts %}<tr><td class="time">{{ a.when }}</td><td>{{ a.outcome }}</td><td
+ {% for a in d.rq_attempts %}<tr><td class="time">{{ a.when }}</td><td>{{ a.outcome }}</td><td
   class="error">{{ a.error }}</td></tr>{% endfor %}
 </tbody></table>{% else %}<p>{{ d.record.attempts }} attempt(s); RQ keeps no details of them
  now.</p>{% endif %}
@@ -190,7 +212,7 @@ table.day td.total { text-align: right; width: 4rem; padding-right: .75rem; font
  tabular-nums; }
 table.day td.peak { color: #718096; font-size: .8rem; padding-left: .5rem; }
 svg.bars { background: #f7fafc; display: block; }
-td.id, code, td.error, dd.error { word-break: break-all; }
+td.id, code, td.error, dd.error, td.handler { word-break: break-all; }
 td.error { max-width: 28rem; }
 td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
 pre.payload, #traceback { background: #f7fafc; padding: .5rem; max-height: 32rem; overflow: auto;
@@ -199,6 +221,8 @@ pre.payload, #traceback { background: #f7fafc; padding: .5rem; max-height: 32rem
 .status-dead { background: #fed7d7; color: #9b2c2c; }
 .status-done { background: #c6f6d5; color: #22543d; }
 .status-retrying, .status-running, .status-queued { background: #fefcbf; color: #744210; }
+.state-failed, .state-permanent { color: #9b2c2c; }
+.state-done { color: #22543d; }
 """
 
 environment = Environment(

@@ -37,6 +37,9 @@ CSP = (
 )
 RANGES = (("hour", 3600), ("24 hours", 86_400), ("7 days", 7 * 86_400))
 MAX_FIELD = 512
+# The actions' `handlers` field: which of the event's handlers run again.
+FAILED_HANDLERS, ALL_HANDLERS = "failed", "all"
+Action = Callable[[Settings, Redis, LedgerRecord, bool], actions.Done]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +178,8 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             abort(404)
         detail = load_detail(connection(), record, keys.failed)
         done = request.args.get("done", "")
-        message = actions.MESSAGES.get(actions.Done(done)) if done in set(actions.Done) else None
+        every = request.args.get("handlers") == ALL_HANDLERS
+        message = actions.message(actions.Done(done), every) if done in set(actions.Done) else None
         return render(
             "event.html",
             d=detail,
@@ -185,10 +189,13 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             message=message,
         )
 
-    def act(name: str, action: Callable[[Settings, Redis, LedgerRecord], actions.Done]) -> Any:
+    def act(name: str, action: Action) -> Any:
         source, event_id = _named_event(request.form, sources)
+        # The button pressed: anything but "all" (a form from before the choice included)
+        # reruns only the handlers that have not succeeded, the command's default.
+        every = request.form.get("handlers") == ALL_HANDLERS
         record = ledger().get(source, event_id)
-        done = actions.Done.UNKNOWN if record is None else action(settings, connection(), record)
+        done = action(settings, connection(), record, every) if record else actions.Done.UNKNOWN
         log_action(
             name,
             source=source,
@@ -196,8 +203,13 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             job_id=record.job_id if record else None,
             outcome=str(done),
             count=int(done in (actions.Done.REQUEUED, actions.Done.ENQUEUED)),
+            all_handlers=every,
         )
-        return redirect(url_for("events.event", source=source, id=event_id, done=str(done)), 303)
+        handlers = ALL_HANDLERS if every else FAILED_HANDLERS
+        page = url_for(
+            "events.event", source=source, id=event_id, done=str(done), handlers=handlers
+        )
+        return redirect(page, 303)
 
     @blueprint.post("/requeue")
     def requeue() -> Any:
