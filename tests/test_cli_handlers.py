@@ -240,6 +240,17 @@ def test_replay_ledger_reruns_none_of_the_handlers_that_succeeded(
     assert shown["status"] == "done"
 
 
+def test_a_replay_counts_its_attempts_on_from_the_records_and_keeps_the_earlier_ones(
+    done_and_gone: Harness, redis: Redis
+) -> None:
+    assert _replay("--all-handlers")["enqueued"] == 1
+    done_and_gone.drain()
+    shown = json.loads(webhooks("events", "show", "inbound", "evt_1", "--json").stdout)
+    assert shown["attempts"] == 2
+    assert [a["attempt"] for a in shown["attempt_log"]] == [1, 2]
+    assert [len(a["turns"]) for a in shown["attempt_log"]] == [2, 2]
+
+
 # A handler's error carries the provider's text: clear the screen, break the line, go back
 # to its start and overwrite it.
 HOSTILE = "crm said \x1b[2J\nFAKE: all good\rok"

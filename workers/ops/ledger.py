@@ -59,8 +59,13 @@ class LedgerRecord:
 
     @property
     def attempts_left_out(self) -> int:
-        """Attempts the record no longer details (or never did: written before it could)."""
-        return max(self.attempts - len(self.attempt_log), 0)
+        """The attempts before the oldest one the record details: no longer kept, or ended
+        before records kept attempts. Counted from the oldest kept attempt's number, not
+        from `attempts`, which counts an attempt still running (kept once it ends)."""
+        if self.attempt_log:
+            return self.attempt_log[0].number - 1
+        running = self.status == EventStatus.RUNNING
+        return max(self.attempts - (1 if running else 0), 0)
 
     @classmethod
     def from_fields(cls, fields: dict[str, bytes]) -> LedgerRecord:

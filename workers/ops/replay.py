@@ -182,6 +182,9 @@ class LedgerReplay:
         if not self.all_handlers:
             done = {name: str(state) for name, state in full.handlers.items() if state.succeeded}
             job.meta.handlers = done
+        # Its attempts go on counting from the record's: a count restarted at 1 would write
+        # its attempts over the record's first ones (`run:<n>`), and show attempt 1 twice.
+        job.meta.attempts = job.meta.budget_start = full.attempts
         return Replayed.ENQUEUED if self._enqueue(job) else Replayed.PENDING
 
     def _enqueue(self, job: NewJob) -> bool:

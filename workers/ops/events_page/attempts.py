@@ -58,12 +58,9 @@ def turn_rows(record: LedgerRecord) -> tuple[TurnRow, ...]:
 
 def earlier_note(record: LedgerRecord) -> str | None:
     """Which attempts before the oldest kept one the page cannot list, and why; None when
-    it lists them all. Counted from the oldest kept attempt's number, not from the record's
-    count, which includes an attempt still running (not kept until it ends)."""
-    if not record.attempt_log:
-        return None
-    earlier = record.attempt_log[0].number - 1
-    if earlier <= 0:
+    it lists them all."""
+    earlier = record.attempts_left_out
+    if not record.attempt_log or earlier <= 0:
         return None
     attempts = "attempt is" if earlier == 1 else "attempts are"
     if len(record.attempt_log) >= KEPT_ATTEMPTS:
