@@ -70,3 +70,29 @@ def test_a_child_gone_before_it_reads_the_batch_reports_no_job_started(
     status = horse.run(hashes, reports.append, lambda: None, 5, lambda: None)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     assert reports == [] and horse.pid == 0 and redis.llen("seen") == 0
+
+
+def test_a_scheduler_started_after_the_child_does_not_keep_the_worker_from_stopping(
+    make_harness: Callable[..., Harness], redis: Redis
+) -> None:
+    """RQ starts the scheduler's process at a later maintenance (its lock was another
+    worker's, or its process died): forked after the child, it inherited the child's task
+    pipe, so the child never saw it close and the worker's teardown waited forever."""
+    import threading
+
+    from workers.runtime.run import build_worker
+
+    harness = make_harness()
+    worker = build_worker(harness.settings, connection=redis)
+    worker.horse.ensure()
+    child = worker.horse.pid
+    worker._start_scheduler()  # as RQ's maintenance does, with the child already there
+    assert worker.scheduler is not None and worker.scheduler._process is not None
+    stopped = threading.Thread(target=worker.horse.close, daemon=True)
+    stopped.start()
+    stopped.join(30)
+    hung = stopped.is_alive()
+    worker.scheduler._process.kill()  # lets a hung close go on, so the test can end
+    stopped.join(30)
+    assert not hung, "the child never saw its task pipe close"
+    assert not Path(f"/proc/{child}").exists()

@@ -49,6 +49,10 @@ class MaintainedWorker(BaseWorker):
         early = self.maintenance_interval - due if due is not None else 0
         self.last_cleaned_at = now() - timedelta(seconds=max(early, 0))  # type: ignore[assignment]
 
+    def inherited_fds(self) -> tuple[int, ...]:
+        """The worker's own file descriptors a process it forks must close (none here)."""
+        return ()
+
     def until_maintenance(self) -> float:
         if self.last_cleaned_at is None:
             return 0.0
@@ -69,6 +73,7 @@ class MaintainedWorker(BaseWorker):
             connection=self.connection,
             settings=self.settings,
             name=self.scheduler_name,
+            inherited_fds=self.inherited_fds,
             logging_level=logging_level or "INFO",
             serializer=self.serializer,
         )

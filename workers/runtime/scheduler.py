@@ -10,13 +10,19 @@ made a retry due in 2 s run 43 s late. Here:
 - a Redis error in its loop is logged once (`ProblemLog`) and the loop goes on: the next
   second's heartbeat refreshes (or takes back) its lock and enqueues what is due;
 - its name is the worker process's, kept across the worker's rebuilds (`run.py`), so a new
-  scheduler refreshes the lock its predecessor held instead of waiting for it to expire.
+  scheduler refreshes the lock its predecessor held instead of waiting for it to expire;
+- it closes the worker's ends of the batch child's pipes (`inherited_fds`), which it
+  inherits when RQ forks it after the child (at a later maintenance: its lock was another
+  worker's, or its process died): holding the task pipe open, it kept the child from ever
+  seeing the worker close it, and the worker's teardown waited for the child forever.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from redis import Redis
@@ -29,9 +35,16 @@ from app.settings import Settings
 
 
 class FollowingScheduler(RQScheduler):
-    def __init__(self, *args: Any, settings: Settings, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        settings: Settings,
+        inherited_fds: Callable[[], tuple[int, ...]] = tuple,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.settings = settings
+        self.inherited_fds = inherited_fds
 
     @property
     def connection(self) -> Redis:
@@ -41,6 +54,9 @@ class FollowingScheduler(RQScheduler):
         return cast(Redis, self._connection)
 
     def work(self) -> None:
+        for fd in self.inherited_fds():  # read in this process: the fds as forked
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self._install_signal_handlers()  # type: ignore[no-untyped-call]
         problems = ProblemLog("scheduler", self.settings.redis_target)
         born = False

@@ -186,6 +186,10 @@ class WebhookWorker(MaintainedWorker):
         self.horse.signal(signal.SIGUSR1)  # finish the running handler, start no other
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
+    def inherited_fds(self) -> tuple[int, ...]:
+        # The worker's ends of the child's pipes: only the worker may hold them.
+        return tuple(fd for fd in (self.horse.tasks, self.horse.reports) if fd >= 0)
+
     def kill_horse(self, sig: signal.Signals = signal.SIGKILL) -> None:
         self.horse.signal(sig)  # a cold shutdown (a second Ctrl+C) takes the child down too
 
