@@ -24,8 +24,9 @@ from typing import Any
 # Attempts whose turns a ledger record keeps; an event retried or requeued past this keeps
 # its latest, and the page says how many earlier ones it leaves out.
 KEPT_ATTEMPTS = 50
-# A turn's error, as kept: the exception and its message, cut.
-ERROR_LIMIT = 300
+# A turn's error, as kept: the exception and its message, cut (each kept attempt of each
+# handler holds one, for WEBHOOK_LEDGER_TTL).
+ERROR_LIMIT = 200
 RUN_FIELD = "run:"
 
 
@@ -119,27 +120,28 @@ class AttemptRecord:
         return f"{RUN_FIELD}{self.number % KEPT_ATTEMPTS}"
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "n": self.number,
-                "at": round(self.ended_at, 3),
-                "status": self.status,
-                "error": self.error,
-                "turns": [t.to_list() for t in self.turns],
-            },
-            separators=(",", ":"),
-        )
+        value: dict[str, Any] = {
+            "n": self.number,
+            "at": round(self.ended_at, 3),
+            "status": self.status,
+            "turns": [t.to_list() for t in self.turns],
+        }
+        if self.error != failure_summary(self.turns):  # not kept twice: read back from them
+            value["error"] = self.error
+        return json.dumps(value, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> AttemptRecord | None:
         try:
             value = json.loads(raw)
+            turns = turns_of(value.get("turns"))
+            error = value.get("error")
             return cls(
                 int(value["n"]),
                 float(value["at"]),
                 str(value["status"]),
-                str(value.get("error", "")),
-                turns_of(value.get("turns")),
+                str(error) if error is not None else failure_summary(turns),
+                turns,
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None

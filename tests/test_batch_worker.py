@@ -34,16 +34,18 @@ EVENTS = ["ok_0", "ok_1", "ok_2", "bad_0"]
 _VOLATILE = re.compile(r"[0-9a-f]{32}")
 
 
+def ok(event: Event) -> None:
+    pass
+
+
+def broken(event: Event) -> None:
+    raise RuntimeError("no")
+
+
 def ok_and_broken_handlers() -> None:
     """`order.created` succeeds, `order.broken` fails."""
-
-    @handler("inbound", "order.created")
-    def ok(event: Event) -> None:
-        pass
-
-    @handler("inbound", "order.broken")
-    def broken(event: Event) -> None:
-        raise RuntimeError("no")
+    handler("inbound", "order.created")(ok)
+    handler("inbound", "order.broken")(broken)
 
 
 def shape(redis: Redis, events: list[str]) -> dict[str, Any]:

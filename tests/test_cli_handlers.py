@@ -240,6 +240,20 @@ def test_replay_ledger_reruns_none_of_the_handlers_that_succeeded(
     assert shown["status"] == "done"
 
 
+def test_a_done_event_settled_before_handlers_were_tracked_is_replayed_only_with_all_handlers(
+    done_and_gone: Harness, redis: Redis
+) -> None:
+    key = "webhook:event:inbound:evt_1"
+    redis.hdel(key, "handlers", *[f for f in redis.hkeys(key) if f.startswith(b"run:")])
+    counts = _replay()
+    assert (counts["untracked"], counts["enqueued"], counts["new"]) == (1, 0, 0)
+    done_and_gone.drain()
+    assert runs(redis) == (1, 1)
+    assert _replay("--all-handlers")["enqueued"] == 1
+    done_and_gone.drain()
+    assert runs(redis) == (2, 2)
+
+
 def test_a_replay_counts_its_attempts_on_from_the_records_and_keeps_the_earlier_ones(
     done_and_gone: Harness, redis: Redis
 ) -> None:

@@ -274,3 +274,31 @@ def test_an_attempts_record_keeps_when_it_ended(
     (attempt,) = record_of(redis).attempt_log
     assert before <= attempt.ended_at <= datetime.now(UTC).timestamp()
     assert (attempt.number, attempt.status, attempt.error) == (1, "done", "")
+
+
+def test_a_child_killed_in_its_second_handler_keeps_the_first_ones_success(
+    make_harness: Callable[..., Harness],
+    counted: Callable[..., Callable[[Event], None]],
+    redis: Redis,
+) -> None:
+    """The batch child alone dies (the OOM killer, a segfault): the worker settles the
+    attempt from the meta the child last wrote, not from what it reported at the start."""
+    import os
+    import signal
+
+    harness = make_harness(webhook_worker_mode="fork")
+    handler("inbound", "order.created")(counted("audit"))
+    url = harness.settings.redis_url
+
+    @handler("inbound", "order.created")
+    def crash_once(event: Event) -> None:
+        if Redis.from_url(url).incr("runs:crash") == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    harness.event("evt_1")
+    harness.drain()
+    assert runs(redis, "audit") == 1
+    record = record_of(redis)
+    assert (record.status, record.attempts) == ("done", 2)
+    assert turns_by_attempt(record)[0] == [("handlers.audit", "done")]
+    assert "Work-horse terminated" in record.attempt_log[0].error

@@ -209,6 +209,7 @@ def test_an_event_whose_payload_is_stored_nowhere_is_not_replayed_as_an_empty_bo
         "enqueued": 0,
         "pending": 0,
         "no_payload": 1,
+        "untracked": 0,
     }
     shown = webhooks("replay", "ledger", "inbound", "--since", since)
     assert shown.exit_code == 0 and "no payload: 1" in shown.stdout

@@ -153,6 +153,7 @@ def test_ledger_replay_requeues_dead_letters_and_re_enqueues_events_whose_job_is
         "enqueued": 1,
         "pending": 0,
         "no_payload": 0,
+        "untracked": 0,
     }
     assert sorted(Queue("webhooks", connection=redis).job_ids) == sorted(
         job_id_for("inbound", e) for e in ("evt_dead", "evt_done")

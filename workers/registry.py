@@ -50,12 +50,15 @@ class HandlerRegistry:
         *,
         entity: Selector | None = None,
         version: Selector | None = None,
+        name: str | None = None,
     ) -> Callable[[F], F]:
         """Register a function for one source and event type ("*": every type).
 
         With `entity` and `version` (dotted paths into the payload, or functions of the
         event), the function only runs for events newer than the last applied version of
-        their entity; older ones settle as `stale`.
+        their entity; older ones settle as `stale`. `name` is what the worker records the
+        handler's state under (default: its module and qualified name); it must stay the
+        same across deploys, and belong to one handler.
         """
         if (entity is None) != (version is None):
             raise ValueError("a version guard needs both entity= and version=")
@@ -64,17 +67,40 @@ class HandlerRegistry:
             guard = VersionGuard(entity, version)
 
         def register(func: F) -> F:
+            entry = Registered(func, guard, name or _stable_name(func))
+            self._check_name(entry)
             bucket = self._handlers.setdefault((source, event_type), [])
-            if all(entry.func is not func for entry in bucket):
-                bucket.append(Registered(func, guard))
+            for index, known in enumerate(bucket):
+                if known.name == entry.name:  # the same definition, imported again
+                    bucket[index] = entry
+                    break
+            else:
+                bucket.append(entry)
             return func
 
         return register
 
+    def _check_name(self, entry: Registered) -> None:
+        """One name, one handler: a succeeded handler is skipped by name on the retry, so a
+        second handler under its name would be skipped too, its failure never retried."""
+        for entries in self._handlers.values():
+            for known in entries:
+                if known.name == entry.name and not _same_definition(known.func, entry.func):
+                    raise ValueError(
+                        f"two handlers are named {entry.name!r} (each handler's state is "
+                        "kept under its name): give one of them another name with "
+                        "@handler(..., name=...)"
+                    )
+
     def handlers_for(self, source: str, event_type: str) -> list[Registered]:
-        """The exact-type handlers, then the wildcard ones, in registration order."""
+        """The exact-type handlers, then the wildcard ones, in registration order; a
+        handler registered for both runs once, as the type's."""
         exact = self._handlers.get((source, event_type), []) if event_type != WILDCARD else []
-        return [*exact, *self._handlers.get((source, WILDCARD), [])]
+        wildcard = self._handlers.get((source, WILDCARD), [])
+        if not exact or not wildcard:
+            return [*exact, *wildcard]
+        names = {entry.name for entry in exact}
+        return [*exact, *(entry for entry in wildcard if entry.name not in names)]
 
     def sources(self) -> set[str]:
         return {source for source, _ in self._handlers}
@@ -89,6 +115,29 @@ class HandlerRegistry:
 
     def restore(self, snapshot: dict[tuple[str, str], list[Registered]]) -> None:
         self._handlers = {key: list(entries) for key, entries in snapshot.items()}
+
+
+def _stable_name(func: HandlerFunc) -> str:
+    if not hasattr(func, "__qualname__"):
+        raise ValueError(
+            f"{func!r} has no stable name (a functools.partial or a callable object): "
+            "register a function, or give @handler(..., name=...)"
+        )
+    return handler_name(func)
+
+
+def _same_definition(a: HandlerFunc, b: HandlerFunc) -> bool:
+    """The same function, or the same module-level `def` run again (its module imported
+    again). Two closures of one factory are two handlers, even from the same `def`."""
+    if a is b:
+        return True
+    code_a, code_b = getattr(a, "__code__", None), getattr(b, "__code__", None)
+    if code_a is None or code_b is None or "<locals>" in getattr(a, "__qualname__", ""):
+        return False
+    return (code_a.co_filename, code_a.co_firstlineno) == (
+        code_b.co_filename,
+        code_b.co_firstlineno,
+    )
 
 
 def handler_name(func: HandlerFunc) -> str:

@@ -144,6 +144,9 @@ class Replayed(StrEnum):
     ENQUEUED = "enqueued"  # its job was gone: enqueued again from the stored payload
     # Its job is gone and its record holds no payload: nothing to run (not an empty body).
     NO_PAYLOAD = "no_payload"
+    # Settled before the worker kept each handler's state: which of its handlers ran is
+    # unknown, so only a replay of every handler (`all_handlers`) runs it again.
+    UNTRACKED = "untracked"
 
 
 class LedgerReplay:
@@ -172,6 +175,8 @@ class LedgerReplay:
         full = self.ledger.get(source.name, record.id)
         if full is None or full.payload is None:
             return Replayed.NO_PAYLOAD  # an empty body would only fail, as a new dead letter
+        if not self.all_handlers and _untracked(full):
+            return Replayed.UNTRACKED
         delivery = Delivery(
             event_id=record.id,
             event_type=record.type,
@@ -205,6 +210,13 @@ class LedgerReplay:
         return bool(self.intake.enqueue_script(keys=names, args=[*args, *fields]))
 
 
+def _untracked(record: LedgerRecord) -> bool:
+    """Settled by its handlers before records kept their states (an older worker): its
+    replay would run every handler again, those that succeeded too."""
+    succeeded = record.status in (EventStatus.DONE, EventStatus.STALE)
+    return succeeded and not record.handlers and not record.attempt_log
+
+
 def replay_ledger(
     settings: Settings,
     source: SourceConfig,
@@ -220,14 +232,16 @@ def replay_ledger(
     whose payload is stored nowhere are counted apart (neither new nor already had). Each
     reruns only its handlers that have not succeeded, unless `all_handlers`."""
     replayer = LedgerReplay(settings, redis, all_handlers=all_handlers)
-    counts = Counts(extra={"requeued": 0, "enqueued": 0, "pending": 0, "no_payload": 0})
+    counts = Counts(
+        extra={"requeued": 0, "enqueued": 0, "pending": 0, "no_payload": 0, "untracked": 0}
+    )
     for record in replayer.ledger.find(source.name, status, since, until):
         counts.fetched += 1
         done = replayer.replay(source, record)
         counts.extra[str(done)] += 1
         if done is Replayed.PENDING:
             counts.already_had += 1
-        elif done is not Replayed.NO_PAYLOAD:
+        elif done not in (Replayed.NO_PAYLOAD, Replayed.UNTRACKED):
             counts.new += 1
         progress(counts)
     return counts

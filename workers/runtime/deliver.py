@@ -177,7 +177,10 @@ def _keep(
     """The handlers' states and this attempt's turns, in the job's meta (in memory)."""
     if job is None or meta is None:
         return
-    meta.handlers = {name: str(state) for name, state in states.items()}
+    # A state this version does not know (a newer worker wrote it) is kept as it is.
+    stored = meta.handlers if isinstance(meta.handlers, dict) else {}
+    kept = {name: value for name, value in stored.items() if name not in states}
+    meta.handlers = {**kept, **{name: str(state) for name, state in states.items()}}
     meta.turns = [turn.to_list() for turn in turns]
     job.meta = meta.to_meta()
 

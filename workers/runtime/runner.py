@@ -132,7 +132,7 @@ def run_batch(
     """Run the jobs in order, reporting each; `between` runs before each handler (the
     worker's heartbeat, when the batch runs in its own process)."""
     with Stream(connection) as stream, Deadline() as deadline:
-        token = checkpointing.set(lambda job: _write_meta(stream, job))
+        token = checkpointing.set(lambda job: _checkpoint(stream, job))
         try:
             _run(jobs, settings, report, stop, between, stream, deadline)
         finally:
@@ -176,6 +176,17 @@ def _run(
         # drain): until then a dead worker's recovery would run them again.
         _write_meta(stream, job)
         report(ended)
+
+
+def _checkpoint(stream: Stream, job: Job) -> None:
+    """A handler's success, written mid-attempt, while its job's deadline runs: the alarm
+    waits until the write is whole (raised inside it, it would leave the stream's count of
+    replies off by one, and the connection unusable)."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    try:
+        _write_meta(stream, job)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _write_meta(stream: Stream, job: Job) -> None:

@@ -20,14 +20,16 @@ Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
+from redis.exceptions import RedisError
 from rq import Queue
 from rq.job import Job
 from rq.utils import now
@@ -228,6 +230,12 @@ class WebhookWorker(MaintainedWorker):
         cause = f" (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status) else ""
         for entry in batch.entries:
             if entry.started_at and not entry.ended_at:
+                # The meta as the child last wrote it: its checkpoints name the handlers
+                # that succeeded before it died, which the Started report does not.
+                with contextlib.suppress(RedisError):  # then as reported: at least once
+                    stored = cast(bytes | None, self.connection.hget(entry.job.key, "meta"))
+                    if stored:
+                        entry.job.meta = entry.job.serializer.loads(stored)
                 entry.fate, entry.ended_at = Fate.FAILED, now()
                 entry.exc_string = (
                     f"Work-horse terminated unexpectedly; waitpid returned {status}{cause}"

@@ -29,6 +29,7 @@ class Done(StrEnum):
     ENQUEUED = "enqueued"
     PENDING = "pending"
     NO_PAYLOAD = "no-payload"
+    UNTRACKED = "untracked"
     UNKNOWN = "unknown"
 
 
@@ -39,6 +40,8 @@ MESSAGES = {
     Done.PENDING: "Not replayed: this event is still queued, running or waiting for a retry.",
     Done.NO_PAYLOAD: "Not replayed: its payload is stored nowhere any more (RQ no longer has "
     "its job, and its ledger record holds no copy).",
+    Done.UNTRACKED: "Not replayed: it settled before the worker kept each handler's state, so "
+    "which of its handlers ran is unknown. Replay, all handlers runs every one again.",
     Done.UNKNOWN: "No such event in the ledger (not received, or older than WEBHOOK_LEDGER_TTL).",
 }
 # What runs again, after the sentence of an outcome that queued the event.
@@ -69,4 +72,5 @@ def replay(settings: Settings, redis: Redis, record: LedgerRecord, all_handlers:
         Replayed.ENQUEUED: Done.ENQUEUED,
         Replayed.PENDING: Done.PENDING,
         Replayed.NO_PAYLOAD: Done.NO_PAYLOAD,
+        Replayed.UNTRACKED: Done.UNTRACKED,
     }[done]
