@@ -21,10 +21,17 @@ def _factory(topic: str) -> Callable[[Event], None]:
     return send
 
 
-def test_two_closures_of_one_factory_under_one_name_are_refused() -> None:
+def test_two_closures_of_one_factory_under_one_name_for_one_event_are_refused() -> None:
     handler("inbound", "order.created")(_factory("crm"))
-    with pytest.raises(ValueError, match=r"two handlers are named .*_factory.<locals>.send"):
-        handler("inbound", "order.paid")(_factory("mail"))
+    with pytest.raises(ValueError, match=r"two handlers of 'inbound' are named .*<locals>.send"):
+        handler("inbound", "*")(_factory("mail"))
+
+
+def test_closures_under_one_name_that_never_meet_in_one_event_are_accepted() -> None:
+    handler("inbound", "order.created")(_factory("crm"))
+    handler("inbound", "order.paid")(_factory("crm"))
+    handler("billing", "*")(_factory("crm"))
+    assert len(registry.handlers_for("inbound", "order.paid")) == 1
 
 
 def test_a_name_given_tells_two_closures_apart() -> None:

@@ -68,7 +68,7 @@ class HandlerRegistry:
 
         def register(func: F) -> F:
             entry = Registered(func, guard, name or _stable_name(func))
-            self._check_name(entry)
+            self._check_name(source, event_type, entry)
             bucket = self._handlers.setdefault((source, event_type), [])
             for index, known in enumerate(bucket):
                 if known.name == entry.name:  # the same definition, imported again
@@ -80,16 +80,20 @@ class HandlerRegistry:
 
         return register
 
-    def _check_name(self, entry: Registered) -> None:
-        """One name, one handler: a succeeded handler is skipped by name on the retry, so a
-        second handler under its name would be skipped too, its failure never retried."""
-        for entries in self._handlers.values():
+    def _check_name(self, source: str, event_type: str, entry: Registered) -> None:
+        """One name, one handler, among those that can match one event (its source, and
+        its type or "*"): a succeeded handler is skipped by name on the retry, so another
+        handler under its name would be skipped too, its failure never retried."""
+        for (known_source, known_type), entries in self._handlers.items():
+            same_type = known_type == event_type or WILDCARD in (known_type, event_type)
+            if known_source != source or not same_type:
+                continue
             for known in entries:
                 if known.name == entry.name and not _same_definition(known.func, entry.func):
                     raise ValueError(
-                        f"two handlers are named {entry.name!r} (each handler's state is "
-                        "kept under its name): give one of them another name with "
-                        "@handler(..., name=...)"
+                        f"two handlers of {source!r} are named {entry.name!r} (each "
+                        "handler's state is kept under its name): give one of them another "
+                        "name with @handler(..., name=...)"
                     )
 
     def handlers_for(self, source: str, event_type: str) -> list[Registered]:
