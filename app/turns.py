@@ -96,39 +96,41 @@ def states_of(values: Any) -> dict[str, HandlerState]:
     return {name: state for name, state in found.items() if state is not None}
 
 
-def failure_summary(turns: tuple[Turn, ...]) -> str:
-    """What an attempt's failed turns say, one `handler: error` each: the event's last error."""
-    return "; ".join(t.line for t in turns if t.state in FAILURES)
-
-
+# The stored values of the failed states, and of the succeeded ones.
 FAILURES = frozenset({HandlerState.FAILED, HandlerState.PERMANENT})
+SUCCEEDED = frozenset({HandlerState.DONE.value, HandlerState.STALE.value})
+
+
+def failure_summary(turns: list[list[str]]) -> str:
+    """What an attempt's failed turns (as stored: [name, state, error]) say, `handler:
+    error` each: the event's last error."""
+    return "; ".join(f"{t[0]}: {t[2]}" for t in turns if t[1] in FAILURES)
+
+
+def attempt_json(number: int, ended_at: float, status: str, error: str, turns: Any) -> str:
+    """An attempt as its ledger field keeps it; its error only when its turns do not say it."""
+    value: dict[str, Any] = {"n": number, "at": round(ended_at, 3), "status": status}
+    value["turns"] = turns
+    if error != failure_summary(turns):
+        value["error"] = error
+    return json.dumps(value, separators=(",", ":"))
+
+
+def run_field(number: int) -> str:
+    """An attempt's field of the ledger record: attempt n overwrites n - KEPT_ATTEMPTS."""
+    return f"{RUN_FIELD}{number % KEPT_ATTEMPTS}"
 
 
 @dataclass(frozen=True, slots=True)
 class AttemptRecord:
-    """One attempt as the ledger keeps it: its number, when it ended, how, and its turns."""
+    """One attempt as the ledger keeps it, read back: its number, when it ended, how, and
+    its turns."""
 
     number: int
     ended_at: float
     status: str  # the event's state after it: done, retrying, dead...
     error: str  # the attempt's error ("" when none): a summary of failed turns, or why it ended
     turns: tuple[Turn, ...]
-
-    @property
-    def field(self) -> str:
-        """Its field of the ledger record: attempt n overwrites attempt n - KEPT_ATTEMPTS."""
-        return f"{RUN_FIELD}{self.number % KEPT_ATTEMPTS}"
-
-    def to_json(self) -> str:
-        value: dict[str, Any] = {
-            "n": self.number,
-            "at": round(self.ended_at, 3),
-            "status": self.status,
-            "turns": [t.to_list() for t in self.turns],
-        }
-        if self.error != failure_summary(self.turns):  # not kept twice: read back from them
-            value["error"] = self.error
-        return json.dumps(value, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> AttemptRecord | None:
@@ -140,11 +142,28 @@ class AttemptRecord:
                 int(value["n"]),
                 float(value["at"]),
                 str(value["status"]),
-                str(error) if error is not None else failure_summary(turns),
+                str(error) if error is not None else failure_summary(_lists(turns)),
                 turns,
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
+
+
+def _lists(turns: tuple[Turn, ...]) -> list[list[str]]:
+    return [turn.to_list() for turn in turns]
+
+
+def lasting_states(attempts: tuple[AttemptRecord, ...]) -> dict[str, HandlerState]:
+    """Where each handler stands after these attempts (oldest first): its last turn's state."""
+    return {turn.handler: turn.state for attempt in attempts for turn in attempt.turns}
+
+
+def told_by_turns(handlers: dict[str, str], turns: list[list[str]]) -> bool:
+    """True when this attempt's turns say all there is of where the handlers stand: each
+    handler succeeded on it (the common case, whose `handlers` field is then left empty)."""
+    return all(state in SUCCEEDED for state in handlers.values()) and len(handlers) == sum(
+        1 for t in turns if t[1] in SUCCEEDED
+    )
 
 
 def attempts_of(fields: dict[str, bytes]) -> tuple[AttemptRecord, ...]:

@@ -18,7 +18,7 @@ from rq.job import Job
 from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus, PayloadFormat
 from app.keys import Keys, job_id_for
-from app.turns import AttemptRecord, HandlerState, attempts_of, states_of
+from app.turns import AttemptRecord, HandlerState, attempts_of, lasting_states, states_of
 
 SUMMARY_FIELDS = (
     "source",
@@ -74,6 +74,7 @@ class LedgerRecord:
             return text(value) if value is not None else ""
 
         settled = string("settled_at")
+        attempt_log = attempts_of(fields)
         status = string("status") or EventStatus.QUEUED
         return cls(
             source=string("source"),
@@ -89,8 +90,8 @@ class LedgerRecord:
             payload=fields.get("payload"),
             # Written by the claim script only, which stores no field for JSON.
             payload_format=PayloadFormat.FORM if string("format") == "form" else PayloadFormat.JSON,
-            handlers=_handlers(fields.get("handlers")),
-            attempt_log=attempts_of(fields),
+            handlers=_handlers(fields.get("handlers")) or lasting_states(attempt_log),
+            attempt_log=attempt_log,
         )
 
     def summary(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from rq.job import Job
 
 from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
 from app.keys import Keys
-from app.turns import FAILURES, HandlerState, Turn, cut_error
+from app.turns import FAILURES, HandlerState, cut_error
 from workers.event import Event, PermanentError
 from workers.registry import HandlerRun, HandlersFailed, Registered, registry, run_handlers
 from workers.versions import JobContext, current
@@ -95,7 +95,8 @@ def deliver(*args: Any) -> str:
             watcher(event_of(call, meta), entries, [], None)
         return _ran(job, meta, EventStatus.IGNORED)
     event = event_of(call, meta)
-    turns = [Turn(name, HandlerState.REMOVED) for name in plan.removed]
+    # Each turn as the meta stores it, [name, state, error]: built once, never parsed here.
+    turns = [[name, HandlerState.REMOVED.value, ""] for name in plan.removed]
     states.update(dict.fromkeys(plan.removed, HandlerState.REMOVED))
     runs: list[HandlerRun] = []
 
@@ -103,28 +104,28 @@ def deliver(*args: Any) -> str:
         runs.append(run)
         states[run.name] = run.state
         error = cut_error(_error_line(run.error)) if run.error is not None else ""
-        turns.append(Turn(run.name, run.state, error))
+        turns.append([run.name, run.state.value, error])
         if run.state.succeeded and len(runs) < len(plan.todo) and job and meta:
-            _keep(job, meta, states, turns)
+            _keep(job, meta, states, turns, save=True)
             (checkpointing.get() or _write_meta)(job)
 
     token = current.set(_context(job, meta)) if job is not None and meta else None
     try:
         run_handlers(event, plan.todo, turn_ended)
     except BaseException as exc:  # a timeout, or an exit: the attempt ends here
-        _keep(job, meta, states, turns)
+        _keep(job, meta, states, turns, save=True)
         if watcher is not None:
             watcher(event, entries, runs, exc)
         raise
     finally:
         if token is not None:
             current.reset(token)
-    _keep(job, meta, states, turns)
     failure = attempt_failure(runs, states)
     if failure is not None and failure_ends_event(failure) and job and meta:
         job.retries_left = 0  # dead-lettered now: nothing is left to retry
         meta.permanent = True
-        job.meta = meta.to_meta()
+    # Saved in the job here when it fails; `_ran` saves it when it succeeds.
+    _keep(job, meta, states, turns, save=failure is not None)
     if watcher is not None:
         watcher(event, entries, runs, failure)
     if failure is not None:
@@ -172,17 +173,23 @@ def _status(states: dict[str, HandlerState]) -> EventStatus:
 
 
 def _keep(
-    job: Job | None, meta: JobMeta | None, states: dict[str, HandlerState], turns: list[Turn]
+    job: Job | None,
+    meta: JobMeta | None,
+    states: dict[str, HandlerState],
+    turns: list[list[str]],
+    save: bool,
 ) -> None:
-    """The handlers' states and this attempt's turns, in the job's meta (in memory)."""
+    """The handlers' states and this attempt's turns, in the meta; with `save`, in the
+    job's too (in memory; the runner writes it)."""
     if job is None or meta is None:
         return
     # A state this version does not know (a newer worker wrote it) is kept as it is.
     stored = meta.handlers if isinstance(meta.handlers, dict) else {}
     kept = {name: value for name, value in stored.items() if name not in states}
-    meta.handlers = {**kept, **{name: str(state) for name, state in states.items()}}
-    meta.turns = [turn.to_list() for turn in turns]
-    job.meta = meta.to_meta()
+    meta.handlers = {**kept, **{name: state.value for name, state in states.items()}}
+    meta.turns = turns
+    if save:
+        job.meta = meta.to_meta()
 
 
 def _write_meta(job: Job) -> None:

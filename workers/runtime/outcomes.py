@@ -20,7 +20,7 @@ from app.jobhash import JOB_FUNCTIONS
 from app.jobstate import EventCall, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
-from app.turns import AttemptRecord, failure_summary
+from app.turns import attempt_json, failure_summary, run_field, told_by_turns
 
 UPDATE_IF_PRESENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -57,7 +57,7 @@ def attempt_error(meta: JobMeta, exc_string: str) -> str:
     """An attempt's error as recorded: `handler: error` for each handler that failed, or,
     when the attempt ended otherwise (the worker died, the job was unreadable), the last
     line of its traceback."""
-    summary = failure_summary(meta.attempt_turns)
+    summary = failure_summary(meta.turns)
     return _cut(summary) if summary else last_error(exc_string)
 
 
@@ -144,10 +144,14 @@ def record_end(
     fields: dict[str, Any] = {"last_error": meta.last_error} if meta.last_error else {}
     if payload is not None and meta.state.settled:
         fields["payload"] = payload
-    attempt = AttemptRecord(meta.attempts, time.time(), str(meta.state), error, meta.attempt_turns)
-    fields[attempt.field] = attempt.to_json()
-    if meta.handlers:
-        fields["handlers"] = json.dumps(meta.handlers, separators=(",", ":"))
+    turns = meta.turns
+    fields[run_field(meta.attempts)] = attempt_json(
+        meta.attempts, time.time(), str(meta.state), error, turns
+    )
+    # Left empty when this attempt's turns say it all (each handler succeeded on it): the
+    # ledger reads it from them; written empty, not left out, over an earlier attempt's.
+    told = not meta.handlers or told_by_turns(meta.handlers, turns)
+    fields["handlers"] = "" if told else json.dumps(meta.handlers, separators=(",", ":"))
     record(commands, job, meta, meta.state, outcome, **fields)
 
 
@@ -178,7 +182,7 @@ def log_outcome(
     handler's turn at the attempt ended."""
     fields: dict[str, Any] = {"job_id": job.id, "attempt": meta.attempts}
     if meta.turns:
-        fields["handlers"] = {turn.handler: str(turn.state) for turn in meta.attempt_turns}
+        fields["handlers"] = {turn[0]: turn[1] for turn in meta.turns}
     if status is EventStatus.RETRYING:
         left = job.retries_left if retries_left is None else retries_left
         log_state(

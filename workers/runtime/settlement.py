@@ -15,7 +15,6 @@ second one to commit finds its jobs changed, looks again, and leaves them.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +62,9 @@ class JobState:
 
     @classmethod
     def of(cls, job: Job) -> JobState:
-        return cls(job.retries_left, copy.deepcopy(job.meta), job._status)
+        # A shallow copy: building the transaction replaces the meta (`to_meta` makes a new
+        # dict each time) and never changes a value inside it, such as its handlers' states.
+        return cls(job.retries_left, dict(job.meta), job._status)
 
     def restore(self, job: Job) -> None:
         job.retries_left, job.meta, job._status = self.retries_left, self.meta, self.status
