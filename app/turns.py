@@ -107,13 +107,18 @@ def failure_summary(turns: list[list[str]]) -> str:
     return "; ".join(f"{t[0]}: {t[2]}" for t in turns if t[1] in FAILURES)
 
 
+# One encoder, made once: `json.dumps` with separators builds a new one on every call, a
+# third of what writing an attempt costs the worker's settlement.
+encode_json = _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+
+
 def attempt_json(number: int, ended_at: float, status: str, error: str, turns: Any) -> str:
     """An attempt as its ledger field keeps it; its error only when its turns do not say it."""
-    value: dict[str, Any] = {"n": number, "at": round(ended_at, 3), "status": status}
-    value["turns"] = turns
-    if error != failure_summary(turns):
-        value["error"] = error
-    return json.dumps(value, separators=(",", ":"))
+    kept = "" if error == failure_summary(turns) else f',"error":{_encode(error)}'
+    return (
+        f'{{"n":{int(number)},"at":{ended_at:.3f},"status":{_encode(status)},'
+        f'"turns":{_encode(turns)}{kept}}}'
+    )
 
 
 def run_field(number: int) -> str:
@@ -161,15 +166,9 @@ def lasting_states(attempts: tuple[AttemptRecord, ...]) -> dict[str, HandlerStat
 def told_by_turns(handlers: dict[str, str], turns: list[list[str]]) -> bool:
     """True when this attempt's turns say all there is of where the handlers stand: each
     handler succeeded on it (the common case, whose `handlers` field is then left empty)."""
-    return all(state in SUCCEEDED for state in handlers.values()) and len(handlers) == sum(
-        1 for t in turns if t[1] in SUCCEEDED
-    )
-
-
-def attempts_of(fields: dict[str, bytes]) -> tuple[AttemptRecord, ...]:
-    """The attempts a ledger record keeps, oldest first."""
-    found = (AttemptRecord.from_json(v) for k, v in fields.items() if k.startswith(RUN_FIELD))
-    return tuple(sorted((a for a in found if a is not None), key=lambda a: a.number))
+    if len(handlers) != len(turns):
+        return False
+    return all(t[1] in SUCCEEDED and handlers.get(t[0]) == t[1] for t in turns)
 
 
 def cut_error(error: str) -> str:

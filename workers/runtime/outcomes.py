@@ -10,7 +10,6 @@ written into its record then: until it settles, the job holds the only copy.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Protocol
 
@@ -20,7 +19,7 @@ from app.jobhash import JOB_FUNCTIONS
 from app.jobstate import EventCall, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
-from app.turns import attempt_json, failure_summary, run_field, told_by_turns
+from app.turns import attempt_json, encode_json, failure_summary, run_field, told_by_turns
 
 UPDATE_IF_PRESENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -151,7 +150,7 @@ def record_end(
     # Left empty when this attempt's turns say it all (each handler succeeded on it): the
     # ledger reads it from them; written empty, not left out, over an earlier attempt's.
     told = not meta.handlers or told_by_turns(meta.handlers, turns)
-    fields["handlers"] = "" if told else json.dumps(meta.handlers, separators=(",", ":"))
+    fields["handlers"] = "" if told else encode_json(meta.handlers)
     record(commands, job, meta, meta.state, outcome, **fields)
 
 
