@@ -171,5 +171,11 @@ def told_by_turns(handlers: dict[str, str], turns: list[list[str]]) -> bool:
     return all(t[1] in SUCCEEDED and handlers.get(t[0]) == t[1] for t in turns)
 
 
+def attempts_of(fields: dict[str, bytes]) -> tuple[AttemptRecord, ...]:
+    """The attempts a ledger record keeps, oldest first."""
+    found = (AttemptRecord.from_json(v) for k, v in fields.items() if k.startswith(RUN_FIELD))
+    return tuple(sorted((a for a in found if a is not None), key=lambda a: a.number))
+
+
 def cut_error(error: str) -> str:
     return error if len(error) <= ERROR_LIMIT else error[: ERROR_LIMIT - 1] + "~"
