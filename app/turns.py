@@ -78,11 +78,6 @@ class Turn:
             return None
         return cls(str(value[0]), state, str(value[2]))
 
-    @property
-    def line(self) -> str:
-        """`name: state`, or `name: ErrorType: message` for a failure."""
-        return f"{self.handler}: {self.error}" if self.error else f"{self.handler}: {self.state}"
-
 
 def turns_of(values: Any) -> tuple[Turn, ...]:
     found = (Turn.from_list(v) for v in values) if isinstance(values, list | tuple) else ()

@@ -147,10 +147,12 @@ def record_end(
     fields[run_field(meta.attempts)] = attempt_json(
         meta.attempts, time.time(), str(meta.state), error, turns
     )
-    # Left empty when this attempt's turns say it all (each handler succeeded on it): the
-    # ledger reads it from them; written empty, not left out, over an earlier attempt's.
-    told = not meta.handlers or told_by_turns(meta.handlers, turns)
-    fields["handlers"] = "" if told else encode_json(meta.handlers)
+    # Left out when this attempt's turns say it all (each handler succeeded on it): the
+    # ledger reads it from them. Written empty over what an earlier attempt may have left.
+    if meta.handlers and not told_by_turns(meta.handlers, turns):
+        fields["handlers"] = encode_json(meta.handlers)
+    elif meta.attempts > 1:
+        fields["handlers"] = ""
     record(commands, job, meta, meta.state, outcome, **fields)
 
 
