@@ -40,7 +40,7 @@ typecheck: install-test
 	$(BIN)/mypy
 
 test: install-test lint typecheck
-	$(BIN)/pytest -n 3
+	$(BIN)/pytest -n 3 --dist loadgroup
 
 # Not part of `make test`: about 10 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test

@@ -29,6 +29,10 @@ from tests.processes import wait_until
 from workers.dev.devenv import DEV_RETRY_INTERVALS, dev_settings, retries_line
 from workers.dev.stackfile import StackFile
 
+# `webhooks dev` takes the first free trio of ports from 8000: two started at once (two xdist
+# workers) can both see 8000 free and race for it, so the stacks start one at a time.
+DEVSTACK = "devstack"
+
 
 def test_unset_retry_intervals_get_development_values_that_dead_letter_within_a_minute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -158,6 +162,7 @@ def _kill_tree(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group(DEVSTACK)
 def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
     tmp_path: Path, make_run: Callable[..., Terminal]
 ) -> None:
@@ -165,7 +170,8 @@ def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
     # A demo.flaky event dead-letters at once here; the intervals are the test above.
     terminal = make_run(root, WEBHOOK_MAX_RETRIES="0")
     stack_file = root / "var" / "stack.json"
-    wait_until(stack_file.exists, 60, f"make run to start:\n{terminal.output}")
+    # The stack file is written just before the banner, which ends with its send line.
+    wait_until(lambda: "send:  " in terminal.output, 60, f"make run to start:\n{terminal.output}")
     stack = StackFile.read(stack_file)
     assert stack is not None
     assert stack.settings["WEBHOOK_RETRY_INTERVALS"] == DEV_RETRY_INTERVALS
@@ -229,6 +235,7 @@ def _answers(url: str) -> bool:
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group(DEVSTACK)
 def test_sigint_to_the_stack_without_a_terminal_stops_it_in_order_and_exits_0(
     tmp_path: Path,
 ) -> None:

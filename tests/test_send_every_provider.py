@@ -17,7 +17,7 @@ from dotenv import dotenv_values
 from app.sources import PROVIDERS
 from tests.conftest import ROOT
 from tests.processes import wait_until
-from tests.test_devstack import Terminal, _checkout
+from tests.test_devstack import DEVSTACK, Terminal, _checkout
 from tests.test_devstack import make_run as make_run  # the fixture
 from workers.dev.stackfile import StackFile
 
@@ -30,6 +30,7 @@ RECIPE = (
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group(DEVSTACK)
 def test_webhooks_send_is_accepted_for_a_source_of_every_provider_of_make_runs_stack(
     tmp_path: Path, make_run: Callable[..., Terminal]
 ) -> None:
@@ -40,7 +41,8 @@ def test_webhooks_send_is_accepted_for_a_source_of_every_provider_of_make_runs_s
     )
     terminal = make_run(root)
     stack_file = root / "var" / "stack.json"
-    wait_until(stack_file.exists, 90, f"make run to start:\n{terminal.output}")
+    # The stack file is written just before the banner, which ends with its send line.
+    wait_until(lambda: "send:  " in terminal.output, 90, f"make run to start:\n{terminal.output}")
     for provider in PROVIDERS:
         assert f"/webhooks/{provider} " in terminal.output, terminal.output
     clean_env = {
@@ -61,7 +63,16 @@ def test_webhooks_send_is_accepted_for_a_source_of_every_provider_of_make_runs_s
 
     stack = StackFile.read(stack_file)
     assert stack is not None
-    wait_until(lambda: send("hmac")[1].returncode == 0, 60, "the receiver to accept")
+    tries: list[subprocess.CompletedProcess[str]] = []
+
+    def accepted() -> bool:
+        tries.append(send("hmac")[1])
+        return tries[-1].returncode == 0
+
+    try:
+        wait_until(accepted, 60, "the receiver to accept")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {tries[-1]}\n{terminal.output}") from None
     with ThreadPoolExecutor(4) as pool:
         results = dict(pool.map(send, PROVIDERS))
     answers = {}
