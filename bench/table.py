@@ -1,4 +1,4 @@
-"""The bench's results as the table the README shows."""
+"""The bench's results as the table docs/benchmarks.md shows."""
 
 from __future__ import annotations
 

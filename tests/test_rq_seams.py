@@ -1,5 +1,6 @@
 """Where the product leans on RQ beyond its documented API, pinned, so an RQ upgrade that
-changes one fails here first. The README's "RQ internals we rely on" lists each with its test."""
+changes one fails here first. docs/internals.md's "RQ internals we rely on" lists each with
+its test."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from tests.test_devstack import DEVSTACK, Terminal, _checkout
 from tests.test_devstack import make_run as make_run  # the fixture
 from workers.dev.stackfile import StackFile
 
-# The README's worked recipe, for the one source of provider `recipe`.
+# docs/providers.md's worked recipe, for the one source of provider `recipe`.
 RECIPE = (
     '{"signature_header": "X-Acme-Signature", "signature_separator": ",", '
     '"signature_key": "v1", "signed": "{timestamp}.{body}", "timestamp": "signature:t", '

@@ -1,5 +1,5 @@
 """Where the HTTP guard (app/http_guard.py) leans on uvicorn beyond its documented API,
-pinned, so that a uvicorn upgrade that changes one fails here first. The README's "uvicorn
+pinned, so that a uvicorn upgrade that changes one fails here first. docs/internals.md's "uvicorn
 internals we rely on" lists each with its test. The guard runs here on uvicorn's own
 protocol machinery, fed bytes through a transport that records what is written."""
 

@@ -56,7 +56,7 @@ def test_a_job_whose_worker_was_killed_is_retried_by_another_within_60_seconds(
 def test_a_worker_killed_between_two_handlers_reruns_only_the_one_that_was_running(
     redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
 ) -> None:
-    """The at-least-once window the README states: a handler that finished before the kill
+    """The at-least-once window docs/handlers.md states: a handler that finished before the kill
     (its success written at once, as another handler follows) never runs again; the one
     that was running runs again; the one after it runs once."""
     stack = make_stack(redis_server.url)

@@ -1,5 +1,5 @@
-"""A Sentinel failover under load, with the Procfile's real processes: the deployment the
-README describes (primary, two replicas, three sentinels, WEBHOOK_REPLICA_ACKS=1).
+"""A Sentinel failover under load, with the Procfile's real processes: the deployment
+docs/deployment.md describes (primary, two replicas, three sentinels, WEBHOOK_REPLICA_ACKS=1).
 
 The primary is SIGKILLed mid-burst while a retry is scheduled to fall due during the
 failover. The receiver, the worker, its scheduler, the dashboard and the `webhooks` command

@@ -1,4 +1,4 @@
-"""The declarative recipe: the README's worked example runs as written, the named presets
+"""The declarative recipe: docs/providers.md's worked example runs as written, the named presets
 are recipes a user could write, and a recipe that cannot work stops startup naming the
 field."""
 
@@ -31,12 +31,12 @@ from app.providers.recipe_spec import Recipe
 from app.settings import ConfigError, SourceConfig
 from tests.providers.cases import BY_NAME
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PROVIDERS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 ClientFactory = Callable[..., TestClient]
 
 
 def readme_block(marker: str) -> str:
-    text = README.read_text()
+    text = PROVIDERS_PAGE.read_text()
     found = re.search(rf"<!-- {marker} -->\n```\w+\n(.*?)```\n<!-- /{marker} -->", text, re.S)
     assert found, marker
     return found.group(1)

@@ -43,8 +43,8 @@ from workers.signing.recipes import signature_value, signed_message
 BASE = "http://testserver/webhooks/"
 PLAIN = "secret-k1-0123456789"
 WHSEC = "whsec_" + base64.b64encode(hashlib.sha256(b"svix-k1").digest()).decode()
-README = example_settings()
-ACME_SECRET = README["per_source"]["WEBHOOK_SECRET_ACME"]
+EXAMPLE = example_settings()
+ACME_SECRET = EXAMPLE["per_source"]["WEBHOOK_SECRET_ACME"]
 
 
 def parsed(request: SignedRequest, recipe: Recipe) -> Any:
@@ -224,7 +224,7 @@ PRESET_CASES = [
         expected=lambda data, event: {"detail": data, "subject": "zen:ticket:77"},
     ),
 ]
-# Plain recipes: the README's worked example, and three more shapes.
+# Plain recipes: docs/providers.md's worked example, and three more shapes.
 PAIRS = {
     "signature_header": "X-Pairs-Signature",
     "signature_separator": ";",
@@ -268,7 +268,7 @@ RECIPE_CASES = [
         {"kind": "draft", "invoice": "in_9", "amount": 1200},
         lambda body: body,
         expected=lambda data, event: {**data, "kind": event.event_type},
-        recipe_json=README["per_source"]["WEBHOOK_RECIPE_ACME"],
+        recipe_json=EXAMPLE["per_source"]["WEBHOOK_RECIPE_ACME"],
     ),
     Case(
         "pairs",
@@ -488,7 +488,7 @@ def test_the_readme_example_signs_the_readmes_worked_request() -> None:
         (SecretStr(ACME_SECRET),),
         300,
         86400,
-        variables={"WEBHOOK_RECIPE_": README["per_source"]["WEBHOOK_RECIPE_ACME"]},
+        variables={"WEBHOOK_RECIPE_": EXAMPLE["per_source"]["WEBHOOK_RECIPE_ACME"]},
     )
     event = EventToSign(
         "dlv_01", "invoice.paid", BASE + "acme", json.loads(body), timestamp=1_700_000_000

@@ -8,7 +8,7 @@ import pytest
 from app.sources import PROVIDERS
 from tests.testing.project import run, user_project
 
-# The README's worked recipe, for the source of provider `recipe`.
+# docs/providers.md's worked recipe, for the source of provider `recipe`.
 RECIPE = (
     '{"signature_header": "X-Acme-Signature", "signature_separator": ",", '
     '"signature_key": "v1", "signed": "{timestamp}.{body}", "timestamp": "signature:t", '
