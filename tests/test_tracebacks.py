@@ -1,19 +1,22 @@
 """A failed attempt's stored traceback puts the user's own frames first, the full one after:
-through the real worker in both of its modes, and in rq-dashboard."""
+through the real worker in both of its modes, on the Events page and in rq-dashboard."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from html import unescape
 
 import pytest
 from redis import Redis
 from rq.job import Job
+from rq.results import Result
 from rq.timeouts import JobTimeoutException
 
 from app.keys import job_id_for
 from tests.conftest import AUTH, Harness
+from tests.events_site import Site, make_site, site
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
 from workers.registry import handler_name, run_handler
@@ -25,6 +28,8 @@ from workers.runtime.tracebacks import (
     split_traceback,
     stored_traceback,
 )
+
+__all__ = ["make_site", "site"]  # fixtures
 
 MODES = ["fork", "simple"]
 FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)$', re.M)
@@ -154,6 +159,40 @@ def test_a_users_exception_with_a_failures_attribute_is_its_own_failure() -> Non
 def test_a_traceback_stored_before_the_split_is_all_full_part() -> None:
     old = 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nValueError: no\n'
     assert split_traceback(old) == TracebackParts("", old)
+
+
+def test_the_event_page_shows_the_users_frames_then_the_full_traceback_folded(
+    site: Site,
+) -> None:
+    site.harness.event("evt_x", "fail.sync", note="<script>alert(1)</script>")
+
+    @handler("inbound", "fail.sync")
+    def quote(event: Event) -> None:
+        raise ValueError(f"bad note {event.payload['note']}")
+
+    site.harness.drain()
+    page = site.get("/events/event", source="inbound", id="evt_x")
+    assert "<script>alert" not in page
+    user = re.search(r'<pre id="traceback-user" class="traceback">(.*?)</pre>', page, re.S)
+    full = re.search(r'<details><summary>full traceback</summary><pre id="traceback"', page)
+    assert user is not None and full is not None and user.end() < full.start()
+    shown = unescape(user.group(1))
+    assert [function for _, function in frames(shown)] == ["fail", "quote"]
+    assert "ValueError: bad note <script>alert(1)</script>" in shown
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in user.group(1)
+    assert "in deliver" in unescape(page[full.end() :])
+
+
+def test_the_event_page_shows_a_traceback_stored_before_the_split(site: Site) -> None:
+    site.harness.event("evt_old", "fail.sync")
+    site.harness.drain()
+    job = Job.fetch(job_id_for("inbound", "evt_old"), connection=site.harness.redis)
+    old = "Traceback (most recent call last):\n<b>old</b> frames\nRuntimeError: old\n"
+    Result.create_failure(job, ttl=600, exc_string=old)  # the newest result, as stored before
+    page = site.get("/events/event", source="inbound", id="evt_old")
+    assert 'id="traceback-user"' not in page
+    assert "<summary>last traceback</summary>" in page
+    assert "&lt;b&gt;old&lt;/b&gt; frames" in page
 
 
 def test_rq_dashboards_job_page_gets_the_users_frames_first(
