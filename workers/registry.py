@@ -34,9 +34,17 @@ class HandlersFailed(Exception):
     """Raised by the job when more than one handler failed (one failure raises its own
     exception), or when one failed permanently on an earlier attempt: names each."""
 
-    def __init__(self, message: str, permanent: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        permanent: bool = False,
+        failures: tuple[tuple[str, BaseException], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.permanent = permanent  # the event is dead-lettered now, its budget unspent
+        # Each failing handler's name and exception: the stored traceback shows each one's
+        # frames (this exception's own are the worker's).
+        self.failures = failures
 
 
 class HandlerRegistry:

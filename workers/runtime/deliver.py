@@ -155,6 +155,7 @@ def attempt_failure(
     error = HandlersFailed(
         f"{count} handler{'s' if count > 1 else ''} failed: " + "; ".join(lines),
         permanent=not retrying,
+        failures=tuple((run.name, run.error) for run in failed if run.error is not None),
     )
     error.__cause__ = failed[0].error if failed else None
     return error

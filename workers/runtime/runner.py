@@ -11,7 +11,6 @@ the whole machine dies, at no round trip per job. It reports to the worker throu
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from typing import Any
 
 from redis import Redis
 from rq.job import Job
-from rq.job_lifecycle import format_exc_info
 from rq.timeouts import JobTimeoutException
 from rq.utils import now
 
@@ -32,6 +30,7 @@ from workers.runtime.deliver import checkpointing
 from workers.runtime.outcomes import begin, read_event
 from workers.runtime.retries import restore_budget
 from workers.runtime.stream import Stream
+from workers.runtime.tracebacks import failures_of, stored_traceback
 
 DEFAULT_TIMEOUT = 180
 
@@ -210,8 +209,10 @@ def perform(index: int, job: Job, deadline: Deadline) -> Ended:
         finally:
             deadline.cancel()
         ok, exc_string = True, ""
-    except Exception:
-        ok, value, exc_string = False, None, format_exc_info(sys.exc_info())
+    except Exception as exc:
+        # The user's frames first: what the dashboard's <pre> and the Events page show.
+        exc_string = stored_traceback(exc, failures_of(exc, job.meta))
+        ok, value = False, None
     return Ended(
         index,
         ok,

@@ -2,7 +2,8 @@
 
 The record has the status, attempts (each handler's turn at each, `attempts.py`), where
 each handler stands, last error, times and the payload as received. The job, while RQ
-keeps it, adds the provider headers that matter and the last traceback (and, for a record
+keeps it, adds the provider headers that matter and the last traceback, split into the
+user's frames and the full one (`workers/runtime/tracebacks.py`) (and, for a record
 without turns, each attempt RQ recorded). Nothing here is trusted: the template escapes
 every value.
 """
@@ -26,6 +27,7 @@ from workers.ops.events_page.attempts import (
     turn_rows,
 )
 from workers.ops.ledger import LedgerRecord
+from workers.runtime.tracebacks import TracebackParts, split_traceback
 
 # Past this size the page shows the start of the payload (the command shows all of it).
 SHOWN_PAYLOAD = 256 * 1024
@@ -48,7 +50,7 @@ class EventDetail:
     turns: tuple[TurnRow, ...] = ()  # from the record
     rq_attempts: tuple[RqAttempt, ...] = ()  # from RQ, for a record without turns
     note: str | None = None  # which attempts the list leaves out
-    traceback: str | None = None
+    traceback: TracebackParts | None = None  # the user's frames first, when stored so
     dead_letter: bool = False
 
     @property
@@ -106,6 +108,6 @@ def load_detail(connection: Redis, record: LedgerRecord, failed_key: str) -> Eve
         turns=turns,
         rq_attempts=() if record.attempt_log else attempts,
         note=note,
-        traceback=traceback,
+        traceback=split_traceback(traceback) if traceback else None,
         dead_letter=dead,
     )

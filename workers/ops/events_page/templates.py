@@ -199,8 +199,13 @@ EVENT = """{% extends "layout.html" %}
   class="error">{{ a.error }}</td></tr>{% endfor %}
 </tbody></table>{% else %}<p>{{ d.record.attempts }} attempt(s); RQ keeps no details of them
  now.</p>{% endif %}
-{% if d.traceback %}<details><summary>last traceback</summary><pre
- id="traceback">{{ d.traceback }}</pre></details>{% endif %}
+{% if d.traceback and d.traceback.user %}<h2 class="h6">Last traceback <small>(your code's
+ frames)</small></h2>
+<pre id="traceback-user" class="traceback">{{ d.traceback.user }}</pre>
+<details><summary>full traceback</summary><pre id="traceback" class="traceback">{{
+ d.traceback.full }}</pre></details>
+{% elif d.traceback %}<details><summary>last traceback</summary><pre id="traceback"
+ class="traceback">{{ d.traceback.full }}</pre></details>{% endif %}
 {% endblock %}
 """
 
@@ -215,8 +220,8 @@ svg.bars { background: #f7fafc; display: block; }
 td.id, code, td.error, dd.error, td.handler { word-break: break-all; }
 td.error { max-width: 28rem; }
 td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
-pre.payload, #traceback { background: #f7fafc; padding: .5rem; max-height: 32rem; overflow: auto;
- white-space: pre-wrap; word-break: break-all; }
+pre.payload, pre.traceback { background: #f7fafc; padding: .5rem; max-height: 32rem;
+ overflow: auto; white-space: pre-wrap; word-break: break-all; }
 .status { padding: 0 .35rem; border-radius: .2rem; background: #e2e8f0; }
 .status-dead { background: #fed7d7; color: #9b2c2c; }
 .status-done { background: #c6f6d5; color: #22543d; }
