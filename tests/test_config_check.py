@@ -170,5 +170,6 @@ def test_a_running_stacks_values_are_attributed_to_make_run(
     assert rows["REDIS_URL"] == ("var/stack.json (make run)", redis_url)
     assert rows["WEBHOOK_RETRY_INTERVALS"] == ("var/stack.json (make run)", "1,2,5,10,20")
     assert rows["WEBHOOK_SIGNING_SECRET"] == ("var/dev.env (make run)", "********")
+    assert "WEBHOOK_SECRET_INBOUND" not in rows  # given as WEBHOOK_SIGNING_SECRET: not missing
     assert rows["WEBHOOK_KEY_PREFIX"] == (".env", "mine")
     assert "redis: the `make run` stack of this checkout, var/stack.json" in result.stdout

@@ -19,7 +19,14 @@ from dotenv import dotenv_values
 
 from app.settings import Settings
 from app.settings_checks import SECRET_SETTINGS
-from app.sources import KEYLESS, PER_SOURCE_PREFIXES, ConfigError, env_suffix, split_secrets
+from app.sources import (
+    KEYLESS,
+    LEGACY_SOURCE,
+    PER_SOURCE_PREFIXES,
+    ConfigError,
+    env_suffix,
+    split_secrets,
+)
 from workers.dev.stackfile import DEV_ENV, STACK_FILE, StackFile, credentials
 from workers.ops.target import Target
 
@@ -136,6 +143,9 @@ def setting_lines(provenance: Provenance, sources: list[str]) -> list[SettingLin
         else:
             lines.append(SettingLine(name, _shown(name, found[0]), found[1]))
     wanted = provenance.per_source_names() | _secrets_of(sources)
+    if provenance.find("WEBHOOK_SIGNING_SECRET") is not None:
+        # The default source's secret is given the seed articles' way: not missing.
+        wanted -= {"WEBHOOK_SECRET_" + env_suffix(LEGACY_SOURCE)} - provenance.per_source_names()
     for name in sorted(wanted):
         found = provenance.find(name, exact=True)
         if found is None:
