@@ -21,8 +21,8 @@ from tests import test_devstack
 from tests.conftest import ROOT
 from tests.processes import wait_until
 from tests.test_devstack import DEVSTACK, Terminal, _checkout
-from workers.dev.devenv import DEV_RETRY_INTERVALS
-from workers.dev.stack import _check
+from workers.dev.devenv import DEV_RETRY_INTERVALS, DevSettings
+from workers.dev.stack import _banner, _check
 from workers.dev.stackfile import StackFile
 
 EXAMPLE = ROOT / ".env.example"
@@ -130,3 +130,17 @@ def test_make_run_starts_with_the_copied_file_as_it_is(
         lambda: "accepted inbound evt_copied" in terminal.output, 30, "the receiver's log line"
     )
     assert not re.search(r"\| \{\"", terminal.output), terminal.output
+
+
+def test_a_configured_redis_is_named_in_the_banner_not_used_silently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An uncommented REDIS_URL (as an old copy of .env.example has) means no Redis of its own.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("REDIS_URL=redis://ops:s3cr3t-pw@localhost:6379/0\n")
+    settings = Settings.load(webhook_signing_secret="a-real-secret-of-inbound")
+    lines = _banner(None, "http://w", "http://d", settings, DevSettings({}))
+    assert lines[0] == (
+        "redis:     localhost:6379/0 (REDIS_URL is set: make run started no Redis of its own)"
+    )
+    assert "s3cr3t-pw" not in "\n".join(lines)
