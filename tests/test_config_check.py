@@ -15,6 +15,7 @@ from app.settings import Settings
 from tests.conftest import SECRET, webhooks
 from workers.dev.stackfile import StackFile
 
+LOGIN = "RQ_DASHBOARD_USERNAME=ops\nRQ_DASHBOARD_PASSWORD=a-long-dashboard-password\n"
 STRIPE_SECRETS = "whsec_0ld0ld0ld0ld0ld0ld0ld0ld0ld,whsec_n3wn3wn3wn3wn3wn3wn3wn3w"
 
 
@@ -48,7 +49,7 @@ def _rows(output: str) -> dict[str, tuple[str, str]]:
 def test_every_setting_is_listed_with_where_it_came_from(
     checkout: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checkout("WEBHOOK_KEY_PREFIX=staging\nWEBHOOK_SIGNING_SECRET=" + SECRET + "\n")
+    checkout(f"WEBHOOK_KEY_PREFIX=staging\nWEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}")
     monkeypatch.setenv("WEBHOOK_QUEUE", "from-the-shell")
     result = webhooks("config", "check")
     assert result.exit_code == 0, result.output
@@ -57,7 +58,7 @@ def test_every_setting_is_listed_with_where_it_came_from(
     assert rows["WEBHOOK_QUEUE"] == ("environment", "from-the-shell")
     assert rows["WEBHOOK_KEY_PREFIX"] == (".env", "staging")
     assert rows["REPLAY_TOLERANCE"] == ("default", "300")
-    assert "ok: the checks `make run` makes at startup pass" in result.stdout
+    assert "ok: the checks every process makes at startup pass" in result.stdout
 
 
 def test_per_source_variables_are_listed_and_a_missing_secret_is_shown_unset(
@@ -109,20 +110,22 @@ def test_every_problem_is_listed_at_once_with_a_non_zero_exit(
     result = webhooks("config", "check")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
-        "3 problems found by the checks `make run` makes:",
+        "4 problems found by the checks every process makes at startup:",
         "  WEBHOOK_SECRET_STRIPE, WEBHOOK_SIGNING_SECRET and RQ_DASHBOARD_PASSWORD are still "
         "the placeholders from .env.example: set real secrets",
         "  WEBHOOK_SECRET_GITHUB is not set: source 'github' cannot verify signatures without "
         "a secret",
         "  WEBHOOK_REPLAY_TOKEN must be at least 32 characters (it lets its holder enqueue "
         "unsigned events); leave it empty to disable replay",
+        "  RQ_DASHBOARD_USERNAME and RQ_DASHBOARD_PASSWORD must be set: the dashboard can "
+        "requeue and delete events, so it never runs without a login",
     ]
 
 
 def test_json_output_is_one_object_with_the_settings_and_the_problems(
     checkout: Callable[..., Path],
 ) -> None:
-    checkout("WEBHOOK_DEDUPE_TTL=soon-ish\nWEBHOOK_SIGNING_SECRET=" + SECRET + "\n")
+    checkout(f"WEBHOOK_DEDUPE_TTL=soon-ish\nWEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}")
     result = webhooks("config", "check", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
@@ -161,7 +164,7 @@ def test_a_running_stacks_values_are_attributed_to_make_run(
 ) -> None:
     root = checkout("WEBHOOK_KEY_PREFIX=mine\n")
     (root / "var").mkdir()
-    (root / "var" / "dev.env").write_text(f"WEBHOOK_SIGNING_SECRET={SECRET}\n")
+    (root / "var" / "dev.env").write_text(f"WEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}")
     redis_url = "redis://127.0.0.1:6390/0"
     StackFile(stand_in.pid, redis_url, {"WEBHOOK_RETRY_INTERVALS": "1,2,5,10,20"}).write(root)
     result = webhooks("config", "check")
@@ -173,3 +176,18 @@ def test_a_running_stacks_values_are_attributed_to_make_run(
     assert "WEBHOOK_SECRET_INBOUND" not in rows  # given as WEBHOOK_SIGNING_SECRET: not missing
     assert rows["WEBHOOK_KEY_PREFIX"] == (".env", "mine")
     assert "redis: the `make run` stack of this checkout, var/stack.json" in result.stdout
+
+
+def test_a_dashboard_login_the_dashboard_would_refuse_is_a_problem(
+    checkout: Callable[..., Path],
+) -> None:
+    checkout(
+        f"WEBHOOK_SIGNING_SECRET={SECRET}\n"
+        "RQ_DASHBOARD_USERNAME=ops\nRQ_DASHBOARD_PASSWORD=short-but-real\n"
+    )
+    result = webhooks("config", "check")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[1:] == [
+        "  RQ_DASHBOARD_PASSWORD must be at least 16 characters (e.g. `openssl rand -base64 "
+        "24`): the dashboard can requeue and delete events"
+    ]

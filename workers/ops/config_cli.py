@@ -1,5 +1,6 @@
 """`webhooks config check`: every setting, its value (secrets masked) and where it came from,
-then the checks `make run` and every process make at startup, with every problem listed.
+then the checks every process makes at startup (those `make run` makes before it starts
+anything, and the dashboard's login), with every problem listed.
 
 It talks to no Redis: it is the command to run when nothing starts. Exit 0 when the checks
 pass, 1 when they do not.
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 import click
 from pydantic import ValidationError
 
-from app.settings import Settings
-from app.settings_checks import problems, validation_problems
+from app.settings import ConfigError, Settings
+from app.settings_checks import placeholder_variables, problems, validation_problems
 from workers.ops.common import cell, json_option, plural, print_table
 from workers.ops.config_sources import Provenance, SettingLine, setting_lines
 from workers.ops.target import Target, resolve_target
@@ -71,9 +72,24 @@ def build_report(target: Target) -> Report:
         found = validation_problems(exc)
         sources = _raw_sources(provenance)
     else:
-        found = problems(settings)
+        found = problems(settings) + _dashboard_problems(settings)
         sources = settings.webhook_sources
     return Report(target, setting_lines(provenance, sources), found)
+
+
+def _dashboard_problems(settings: Settings) -> list[str]:
+    """What stops the dashboard at its own startup: a missing or short login."""
+    from workers.ops.dashboard import check_login  # Flask and rq-dashboard: only here
+
+    try:
+        check_login(settings)
+    except ConfigError as exc:
+        # A placeholder is already named above; its length is not news.
+        placeholder = "RQ_DASHBOARD_PASSWORD" in placeholder_variables(settings)
+        if placeholder and str(exc).startswith("RQ_DASHBOARD_PASSWORD must be at least"):
+            return []
+        return [str(exc)]
+    return []
 
 
 def _raw_sources(provenance: Provenance) -> list[str]:
@@ -91,9 +107,9 @@ def _print(report: Report) -> None:
     if report.target.origin == "default":
         click.echo(f"note: {NO_STACK_HINT}")
     if not report.problems:
-        click.echo("ok: the checks `make run` makes at startup pass")
+        click.echo("ok: the checks every process makes at startup pass")
         return
     count = plural(len(report.problems), "problem")
-    click.echo(f"{count} found by the checks `make run` makes:", err=True)
+    click.echo(f"{count} found by the checks every process makes at startup:", err=True)
     for problem in report.problems:
         click.echo(f"  {cell(problem)}", err=True)
