@@ -1,7 +1,10 @@
 """What `Settings.load` checks once the variables have parsed: every source resolves and its
 verifier builds, no secret is still a placeholder or shorter than its scheme's minimum,
-Redis's address reads, and the settings agree with each other. Each problem is a one-line
-`ConfigError` naming the variable."""
+Redis's address reads, and the settings agree with each other.
+
+Every problem is found, not only the first: a copied `.env.example` with three placeholders
+is one message naming all three, not three restarts. `problems` lists them (for `webhooks
+config check`); `check_loaded` raises them as one `ConfigError`."""
 
 from __future__ import annotations
 
@@ -9,43 +12,127 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from app.sources import ConfigError, check_not_placeholder
+from app.sources import (
+    ConfigError,
+    Defaults,
+    SourceConfig,
+    env_suffix,
+    is_placeholder,
+    placeholder_message,
+    resolve_sources,
+    split_secrets,
+)
 
 if TYPE_CHECKING:
     from app.settings import Settings
 
 MIN_REPLAY_TOKEN_LENGTH = 32
+# The settings that hold a secret of their own (per-source secrets are found by name).
+SECRET_SETTINGS = (
+    "WEBHOOK_SIGNING_SECRET",
+    "WEBHOOK_REPLAY_TOKEN",
+    "RQ_DASHBOARD_PASSWORD",
+    "STRIPE_API_KEY",
+    "GITHUB_TOKEN",
+    "REDIS_SENTINEL_PASSWORD",
+)
 
 
 def one_line(error: ValidationError) -> str:
     """A pydantic error as one line per setting: the variable, what was expected; never the
     value given (it may be a secret)."""
+    return "; ".join(validation_problems(error))
+
+
+def validation_problems(error: ValidationError) -> list[str]:
     parts = []
     for item in error.errors(include_url=False, include_input=False):
         variable = str(item["loc"][0]).upper() if item["loc"] else "configuration"
         message = item["msg"].removeprefix("Value error, ").removeprefix(f"{variable} ")
         parts.append(f"{variable}: {message}")
     # A list setting reports each bad item; one mention per problem is enough.
-    return "; ".join(dict.fromkeys(parts))
+    return list(dict.fromkeys(parts))
 
 
 def check_loaded(settings: Settings) -> None:
-    """Raise the first problem found, as a `ConfigError`."""
-    settings.sources  # noqa: B018 - resolving is the validation
-    _check_secrets(settings)
-    _check_providers(settings)
-    settings.redis_target  # noqa: B018 - parsing is the validation
+    """Raise every problem found, as one `ConfigError`."""
+    found = problems(settings)
+    if found:
+        raise ConfigError("; ".join(found))
+
+
+def problems(settings: Settings) -> list[str]:
+    """Every reason these settings cannot run, one line each, never a value."""
+    placeholders = placeholder_variables(settings)
+    found = [placeholder_message(placeholders)] if placeholders else []
+    sources, source_problems = _resolve_each(settings)
+    # A placeholder secret also fails its source's resolution: said once, above.
+    found += [p for p in source_problems if not p.startswith(tuple(placeholders))]
+    found += _provider_problems(settings, sources)
+    token = settings.webhook_replay_token
+    if token is not None and len(token.get_secret_value()) < MIN_REPLAY_TOKEN_LENGTH:
+        found.append(
+            f"WEBHOOK_REPLAY_TOKEN must be at least {MIN_REPLAY_TOKEN_LENGTH} characters "
+            "(it lets its holder enqueue unsigned events); leave it empty to disable replay"
+        )
+    try:
+        settings.redis_target  # noqa: B018 - parsing is the validation
+    except ConfigError as exc:
+        found.append(str(exc))
     if (
         settings.webhook_replica_acks
         and settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout
     ):
-        raise ConfigError(
+        found.append(
             "WEBHOOK_REPLICA_ACK_TIMEOUT must be shorter than WEBHOOK_ACK_TIMEOUT: the "
             "replicas' acknowledgement is part of the answer's time"
         )
+    return found
 
 
-def _check_providers(settings: Settings) -> None:
+def placeholder_variables(settings: Settings) -> list[str]:
+    """The variables still at a placeholder of .env.example, in the order a reader meets
+    them: the configured sources' secrets, then the other secrets."""
+    named = []
+    for entry in settings.webhook_sources:
+        name = entry.partition(":")[0].strip()
+        variable = "WEBHOOK_SECRET_" + env_suffix(name)
+        try:
+            parts = split_secrets(variable, settings.per_source.get(variable, ""))
+        except ConfigError:
+            continue  # malformed, not a placeholder: the source's resolution says so
+        if any(is_placeholder(part) for part in parts):
+            named.append(variable)
+    for variable in SECRET_SETTINGS:
+        secret = getattr(settings, variable.lower())
+        if secret is not None and is_placeholder(secret.get_secret_value()):
+            named.append(variable)
+    return list(dict.fromkeys(named))
+
+
+def _resolve_each(settings: Settings) -> tuple[list[SourceConfig], list[str]]:
+    """Each source on its own, so that one bad source does not hide the next one's problem."""
+    if not settings.webhook_sources:
+        return [], ["WEBHOOK_SOURCES is empty: configure at least one source"]
+    defaults = Defaults(
+        settings.replay_tolerance, settings.webhook_dedupe_ttl, settings.webhook_signing_secret
+    )
+    resolved: list[SourceConfig] = []
+    found: list[str] = []
+    for entry in settings.webhook_sources:
+        try:
+            [source] = resolve_sources([entry], settings.per_source, defaults).values()
+        except ConfigError as exc:
+            found.append(str(exc))
+            continue
+        if any(other.name == source.name for other in resolved):
+            found.append(f"WEBHOOK_SOURCES: source {source.name!r} is listed twice")
+            continue
+        resolved.append(source)
+    return resolved, found
+
+
+def _provider_problems(settings: Settings, sources: list[SourceConfig]) -> list[str]:
     """Build every source's verifier once, so a bad recipe, key or provider variable
     stops startup (of the workers too) with its one-line `ConfigError`."""
     from app.keyfetch import KeyFetcher  # the providers import this module
@@ -53,25 +140,11 @@ def _check_providers(settings: Settings) -> None:
     from app.providers.secret_strength import check_secret_strength
 
     fetcher = KeyFetcher.from_settings(settings)
-    for source in settings.sources.values():
-        # Once built, `keys` are the decoded keys the scheme signs with.
-        check_secret_strength(source, verifier_for(source, fetcher).keys)
-
-
-def _check_secrets(settings: Settings) -> None:
-    for variable, secret in (
-        ("WEBHOOK_SIGNING_SECRET", settings.webhook_signing_secret),
-        ("WEBHOOK_REPLAY_TOKEN", settings.webhook_replay_token),
-        ("RQ_DASHBOARD_PASSWORD", settings.rq_dashboard_password),
-        ("STRIPE_API_KEY", settings.stripe_api_key),
-        ("GITHUB_TOKEN", settings.github_token),
-        ("REDIS_SENTINEL_PASSWORD", settings.redis_sentinel_password),
-    ):
-        if secret is not None:
-            check_not_placeholder(variable, secret.get_secret_value())
-    token = settings.webhook_replay_token
-    if token is not None and len(token.get_secret_value()) < MIN_REPLAY_TOKEN_LENGTH:
-        raise ConfigError(
-            f"WEBHOOK_REPLAY_TOKEN must be at least {MIN_REPLAY_TOKEN_LENGTH} characters "
-            "(it lets its holder enqueue unsigned events); leave it empty to disable replay"
-        )
+    found = []
+    for source in sources:
+        try:
+            # Once built, `keys` are the decoded keys the scheme signs with.
+            check_secret_strength(source, verifier_for(source, fetcher).keys)
+        except ConfigError as exc:
+            found.append(str(exc))
+    return found

@@ -96,11 +96,22 @@ class ConfigError(Exception):
     """The configuration cannot run; the message names the variable to fix."""
 
 
+def is_placeholder(value: str) -> bool:
+    return _PLACEHOLDER.fullmatch(value.strip()) is not None
+
+
+def placeholder_message(variables: list[str]) -> str:
+    """One message for every variable left at its placeholder: fixed all at once, not one
+    restart each. Names only: a placeholder is public, but the message format is shared."""
+    if len(variables) == 1:
+        return f"{variables[0]} is still the placeholder from .env.example: set a real secret"
+    named = ", ".join(variables[:-1]) + " and " + variables[-1]
+    return f"{named} are still the placeholders from .env.example: set real secrets"
+
+
 def check_not_placeholder(variable: str, value: str) -> None:
-    if _PLACEHOLDER.fullmatch(value.strip()):
-        raise ConfigError(
-            f"{variable} is still the placeholder from .env.example: set a real secret"
-        )
+    if is_placeholder(value):
+        raise ConfigError(placeholder_message([variable]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,6 +158,9 @@ def _banner(
     lines = []
     if redis is not None:
         lines.append(f"redis:     {redis.url} (append-only, data in {VAR / 'redis'})")
+    else:  # said, or a REDIS_URL left in .env quietly points the stack at another Redis
+        named = f"{redis_configured()} is set: make run started no Redis of its own"
+        lines.append(f"redis:     {settings.redis_target.where} ({named})")
     names = list(settings.sources)
     width = max(len(name) for name in names)
     for n, (name, source) in enumerate(settings.sources.items()):

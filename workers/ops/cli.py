@@ -16,6 +16,7 @@ import click
 
 from app.settings import ConfigError
 from workers.ops.common import CommandError, load_settings
+from workers.ops.config_cli import config
 from workers.ops.dead_cli import dead
 from workers.ops.events_cli import events
 from workers.ops.replay_cli import replay
@@ -73,6 +74,7 @@ def dev() -> None:
     run_stack()
 
 
+main.add_command(config)
 main.add_command(dead)
 main.add_command(events)
 main.add_command(replay)

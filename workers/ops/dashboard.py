@@ -43,7 +43,9 @@ REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 MIN_PASSWORD_LENGTH = 16
 
 
-def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
+def check_login(settings: Settings) -> tuple[str, str]:
+    """The dashboard's login, or the `ConfigError` that stops it (`webhooks config check`
+    asks too, before anything starts)."""
     username = settings.rq_dashboard_username or ""
     password = (
         settings.rq_dashboard_password.get_secret_value()
@@ -61,6 +63,11 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
             f"RQ_DASHBOARD_PASSWORD must be at least {MIN_PASSWORD_LENGTH} characters "
             "(e.g. `openssl rand -base64 24`): the dashboard can requeue and delete events"
         )
+    return username, password
+
+
+def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
+    username, password = check_login(settings)
     expected_user, expected_password = username.encode(), password.encode()
     brake = brake or LoginBrake()
     redact = Redactor.of(settings)

@@ -1,0 +1,190 @@
+"""Where each setting of `webhooks config check` came from, and its value as it may be shown.
+
+The order is the settings' own: what the `make run` stack gave the processes (only for what
+is not configured, see `target.py`), then the environment, then `.env`, then the default.
+Secrets are never shown, only whether they are set; a URL's password is masked too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+from app.settings import Settings
+from app.settings_checks import SECRET_SETTINGS
+from app.sources import (
+    KEYLESS,
+    LEGACY_SOURCE,
+    PER_SOURCE_PREFIXES,
+    ConfigError,
+    env_suffix,
+    split_secrets,
+)
+from workers.dev.stackfile import DEV_ENV, STACK_FILE, StackFile, credentials
+from workers.ops.target import Target
+
+# Per-source variables that hold a secret: the signing secret, and Meta's verify token.
+SECRET_PREFIXES = ("WEBHOOK_SECRET_", "WEBHOOK_VERIFY_TOKEN_")
+MASK = "********"
+NOT_SET = "(not set)"
+# user:password@ in any scheme://, and a password given as a query option (redis-py reads
+# ?password=).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^@/?#]*)@")
+_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:password|pass|token|secret)=)[^&#]*", re.I)
+
+
+class Origin(StrEnum):
+    ENVIRONMENT = "environment"
+    DOTENV = ".env"
+    DEV_ENV = f"{DEV_ENV} (make run)"
+    STACK = f"{STACK_FILE} (make run)"
+    DEV_KEYS = "make run's dev keys"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingLine:
+    name: str
+    value: str  # as it may be shown: secrets and URL passwords masked
+    origin: Origin
+
+
+def mask_url(text: str) -> str:
+    """`redis://user:pw@host` -> `redis://user:********@host`; a lone user-info part may be
+    a password (`redis://pw@host` is how some write it), so it is masked whole."""
+
+    def userinfo(match: re.Match[str]) -> str:
+        user, colon, _ = match["info"].partition(":")
+        return match["scheme"] + (f"{user}:{MASK}" if colon else MASK) + "@"
+
+    return _QUERY_SECRET.sub(lambda m: m["key"] + MASK, _USERINFO.sub(userinfo, text))
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Every place a value can come from, read once."""
+
+    made: Mapping[str, Origin]  # variable -> which part of the stack gave it
+    overrides: Mapping[str, str]
+    environment: Mapping[str, str]
+    dotenv: Mapping[str, str]
+
+    @classmethod
+    def read(cls, target: Target, root: Path = Path()) -> Provenance:
+        overrides = {k.upper(): str(v) for k, v in target.overrides.items() if k != "per_source"}
+        overrides.update(target.overrides.get("per_source", {}))
+        made: dict[str, Origin] = {}
+        if target.stack_file is not None:
+            checkout = target.stack_file.parent.parent
+            stack = StackFile.read(target.stack_file)
+            from_stack = {"REDIS_URL", *(stack.settings if stack else {})}
+            from_dev_env = set(credentials(checkout))
+            for name in overrides:
+                made[name] = (
+                    Origin.STACK
+                    if name in from_stack
+                    else Origin.DEV_ENV
+                    if name in from_dev_env
+                    else Origin.DEV_KEYS
+                )
+        env_file = root / ".env"
+        dotenv = (
+            {k: v for k, v in dotenv_values(env_file).items() if v is not None}
+            if env_file.is_file()
+            else {}
+        )
+        return cls(made, overrides, dict(os.environ), dotenv)
+
+    def find(self, name: str, exact: bool = False) -> tuple[str, Origin] | None:
+        """The value in force and its origin; pydantic's fields ignore the case of their
+        environment variable, the per-source variables (`exact`) do not."""
+        if name in self.overrides:
+            return self.overrides[name], self.made.get(name, Origin.DEV_KEYS)
+        for values, origin in (
+            (self.environment, Origin.ENVIRONMENT),
+            (self.dotenv, Origin.DOTENV),
+        ):
+            if name in values:
+                return values[name], origin
+            if not exact:
+                for key, value in values.items():
+                    if key.upper() == name:
+                        return value, origin
+        return None
+
+    def per_source_names(self) -> set[str]:
+        return {
+            name
+            for values in (self.overrides, self.environment, self.dotenv)
+            for name in values
+            if name.startswith(PER_SOURCE_PREFIXES)
+        }
+
+
+def setting_lines(provenance: Provenance, sources: list[str]) -> list[SettingLine]:
+    """Every setting (the fields, then the per-source variables, with each configured
+    source's secret listed even when it is missing)."""
+    lines = []
+    for field_name, info in Settings.model_fields.items():
+        if field_name == "per_source":
+            continue
+        name = field_name.upper()
+        found = provenance.find(name)
+        if found is None:
+            default = info.get_default(call_default_factory=True)
+            lines.append(SettingLine(name, _shown_default(name, default), Origin.DEFAULT))
+        else:
+            lines.append(SettingLine(name, _shown(name, found[0]), found[1]))
+    wanted = provenance.per_source_names() | _secrets_of(sources)
+    if provenance.find("WEBHOOK_SIGNING_SECRET") is not None:
+        # The default source's secret is given the seed articles' way: not missing.
+        wanted -= {"WEBHOOK_SECRET_" + env_suffix(LEGACY_SOURCE)} - provenance.per_source_names()
+    for name in sorted(wanted):
+        found = provenance.find(name, exact=True)
+        if found is None:
+            lines.append(SettingLine(name, NOT_SET, Origin.DEFAULT))
+        else:
+            lines.append(SettingLine(name, _shown(name, found[0]), found[1]))
+    return lines
+
+
+def _secrets_of(sources: list[str]) -> set[str]:
+    names = set()
+    for entry in sources:
+        name, _, provider = entry.partition(":")
+        if (provider.strip() or name.strip()) not in KEYLESS:
+            names.add("WEBHOOK_SECRET_" + env_suffix(name.strip()))
+    return names
+
+
+def _is_secret(name: str) -> bool:
+    return name in SECRET_SETTINGS or name.startswith(SECRET_PREFIXES)
+
+
+def _shown(name: str, value: str) -> str:
+    if not value.strip():
+        return NOT_SET
+    if not _is_secret(name):
+        return mask_url(value)
+    try:
+        count = len(split_secrets(name, value))
+    except ConfigError:
+        count = 1  # malformed: the checks say how, never what
+    return MASK if count <= 1 else f"{MASK} ({count} secrets)"
+
+
+def _shown_default(name: str, default: Any) -> str:
+    if default is None:
+        return NOT_SET
+    if isinstance(default, list):
+        return ",".join(str(v) for v in default) or NOT_SET
+    if isinstance(default, bool):
+        return str(default).lower()
+    return _shown(name, str(default))
