@@ -108,8 +108,7 @@ class Settings(BaseSettings):
     # claim by then, the answer is 503 (Slack gives up at 3 s, GitHub at 10 s).
     webhook_ack_timeout: float = Field(2.0, gt=0, le=30)
     # Replicas that must hold a claim before its 200 (WAIT, or WAITAOF: in their AOF too).
-    # 0: the primary alone, as with one Redis. See the README's "Running on more than one
-    # machine".
+    # 0: the primary alone, as with one Redis. See docs/deployment.md.
     webhook_replica_acks: int = Field(0, ge=0, le=10)
     webhook_replica_ack_timeout: float = Field(0.5, gt=0, le=10)
     webhook_replica_ack_mode: Literal["wait", "waitaof"] = "wait"

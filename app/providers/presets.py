@@ -4,7 +4,7 @@ in `WEBHOOK_RECIPE_<NAME>`, given a name (a test keeps each equal to its JSON fo
 Where a provider documents no event id, the id is the SHA-256 of the body (`digest`): a
 retry of the same bytes is then a duplicate. An id read from a header the signature does
 not cover makes the verifier's `id_signed` False (`recipe.id_covered`); those are marked.
-Sources for each scheme are in the README's provider table and in the tests that sign
+Sources for each scheme are in docs/providers.md's table and in the tests that sign
 with the provider's SDK or documented vector.
 """
 

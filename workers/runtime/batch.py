@@ -7,7 +7,7 @@ sync. A batch pays them once for up to WEBHOOK_BATCH_SIZE jobs, and writes exact
 RQ writes for each job: the intermediate queue, executions, the started, finished, failed
 and scheduled registries, results, worker state and counters (a test compares the keys
 with RQ's own worker). The RQ methods used here, some of them private, are listed in the
-README's "RQ internals we rely on" with the tests that pin them.
+"RQ internals we rely on" of docs/internals.md with the tests that pin them.
 """
 
 from __future__ import annotations

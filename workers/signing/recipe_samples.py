@@ -1,4 +1,4 @@
-# ruff: noqa: E501 - the table below is quoted whole by the CLI's help and the README
+# ruff: noqa: E501 - the table below is quoted whole by the CLI's help
 """The envelope of each recipe preset: a realistic minimal body and the delivery headers
 the provider sends, around the event object that `data` replaces (None keeps the sample).
 `recipes.py` then sets the id, type and timestamp where the preset's recipe reads them,

@@ -1,4 +1,4 @@
-# ruff: noqa: E501 - the table below is quoted whole by the CLI's help and the README
+# ruff: noqa: E501 - the table below is quoted whole by the CLI's help
 """Signers of the schemes that sign the URL (Twilio, HubSpot) or carry their signature in
 the body (Mailgun, Adyen, Braintree): each the mirror of its verifier in `app/providers/`.
 
