@@ -22,6 +22,7 @@ from workers.ops.dead_targets import (
     Targets,
     apply_each,
     report_missing,
+    resolve,
     selected,
     selection,
     selection_options,
@@ -83,16 +84,18 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 
 
 @dead.command("show")
-@click.argument("job_id")
+@click.argument("name", metavar="ID")
 @json_option("As one JSON object.")
-def dead_show(job_id: str, as_json: bool) -> None:
+def dead_show(name: str, as_json: bool) -> None:
     """Show one dead letter: its event, headers, where each handler stands, each handler's
-    turn at its last attempt and at every attempt the ledger keeps, payload and traceback."""
+    turn at its last attempt and at every attempt the ledger keeps, payload and traceback.
+    ID: its job id, SOURCE/EVENT_ID, or its event id alone."""
     settings = load_settings()
     with redis_connection(settings) as connection:
-        shown = DeadLetters(settings, connection).show(job_id)
+        store = DeadLetters(settings, connection)
+        shown = store.show(resolve(store, name))
     if shown is None:
-        raise CommandError(f"{job_id} is not a dead letter")
+        raise CommandError(f"{name} is not a dead letter (by job id, SOURCE/EVENT_ID or event id)")
     if as_json:
         click.echo(json.dumps(shown))
         return
@@ -152,7 +155,7 @@ def _requeue_dry_run(
 
 
 @dead.command("requeue")
-@click.argument("job_ids", nargs=-1)
+@click.argument("job_ids", nargs=-1, metavar="[ID]...")
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
 @click.option(
@@ -171,7 +174,8 @@ def dead_requeue(
     **filters: Any,
 ) -> None:
     """Put dead letters back on the queue, each with its full retry budget; each runs again
-    only its handlers that have not succeeded, unless --all-handlers."""
+    only its handlers that have not succeeded, unless --all-handlers. Each ID: a job id,
+    SOURCE/EVENT_ID, or an event id alone."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _requeue_dry_run(store, targets, all_handlers, as_json)
@@ -181,7 +185,7 @@ def dead_requeue(
 
 
 @dead.command("purge")
-@click.argument("job_ids", nargs=-1)
+@click.argument("job_ids", nargs=-1, metavar="[ID]...")
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be purged; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask before purging in bulk.")
@@ -195,7 +199,8 @@ def dead_purge(
     as_json: bool,
     **filters: Any,
 ) -> None:
-    """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
+    """Delete dead letters for good (their event ids stay claimed until the dedupe TTL).
+    Each ID: a job id, SOURCE/EVENT_ID, or an event id alone."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _purge_dry_run(store, targets, as_json)
