@@ -11,7 +11,6 @@ import click
 from workers.ops.common import (
     CommandError,
     block,
-    cell,
     json_option,
     load_settings,
     plural,
@@ -21,6 +20,7 @@ from workers.ops.common import (
 from workers.ops.dead_targets import (
     Targets,
     apply_each,
+    check_source,
     report_missing,
     resolve,
     selected,
@@ -29,6 +29,7 @@ from workers.ops.dead_targets import (
     targeted,
 )
 from workers.ops.deadletters import DeadLetter, DeadLetters
+from workers.ops.show_text import print_fields, print_payload
 from workers.ops.turns_view import print_attempts, print_states, print_turns
 
 
@@ -67,6 +68,7 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
         chosen = selection(**filters)
+        check_source(store, chosen.source)
         groups = store.groups(chosen) if group_by else None
         letters = [] if groups is not None else store.find(chosen)
     if groups is None:
@@ -103,15 +105,13 @@ def dead_show(name: str, as_json: bool) -> None:
     handlers, last_turns = shown.pop("handlers"), shown.pop("last_attempt_turns")
     del shown["failed_handlers"]  # the handlers' table says it
     attempt_log, left_out = shown.pop("attempt_log"), shown.pop("attempts_left_out")
-    for key, value in shown.items():
-        text = json.dumps(value) if isinstance(value, dict) else value
-        click.echo(f"{key + ':':<13} {cell(text)}")
+    print_fields(shown)
     # Before the payload, which may run to pages.
     print_states(handlers)
     print_turns("last attempt", last_turns)
     print_attempts(attempt_log, left_out)
-    click.echo("payload:")
-    click.echo(block(payload))
+    print_payload(payload)
+    # Last, and apart: what the worker recorded, as it recorded it.
     click.echo("traceback:")
     click.echo(block(traceback or "(none recorded)"))
 

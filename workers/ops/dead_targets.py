@@ -68,10 +68,21 @@ def selected(
     settings = load_settings()
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
+        check_source(store, chosen.source)
         if ids:
             yield store, Targets([resolve(store, name) for name in ids], named=True)
         else:
             yield store, Targets([x.job_id for x in store.find(chosen)], named=False)
+
+
+def check_source(store: DeadLetters, source: str | None) -> None:
+    """A --source that is neither configured nor the source of any dead letter (of a source
+    since removed) is a typo: said, not answered with `0 dead letters`."""
+    if source is None or source in store.settings.sources:
+        return
+    if not any(letter.source == source for letter in store.find()):
+        configured = ", ".join(store.settings.sources)
+        raise CommandError(f"no source {source} (configured: {configured})")
 
 
 def _candidates(store: DeadLetters, name: str) -> list[tuple[str, str]]:
