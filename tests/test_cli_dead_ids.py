@@ -116,3 +116,11 @@ def test_a_dry_run_takes_event_ids(two_sources: Harness) -> None:
     result = webhooks("dead", "purge", "evt_2", "--dry-run", "--json")
     assert result.exit_code == 0, result.output
     assert [json.loads(line)["event_id"] for line in result.stdout.splitlines()] == ["evt_2"]
+
+
+def test_an_event_id_of_a_source_no_longer_configured_is_found(
+    two_sources: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SOURCES", "inbound:hmac")
+    assert _shown("a/b")["job_id"] == job_id_for("crm", "a/b")
+    assert _shown("crm/evt_1")["job_id"] == job_id_for("crm", "evt_1")

@@ -184,6 +184,17 @@ def test_redis_url_is_used_when_the_checkouts_stack_is_down(
     assert result.stderr == f"redis: 127.0.0.1:{redis_server.port}/0 (REDIS_URL)\n"
 
 
+def test_a_stack_whose_redis_does_not_answer_is_said_and_no_other_redis_is_read(
+    make_checkout: Callable[..., Path], stand_in: subprocess.Popen[bytes]
+) -> None:
+    make_checkout(f"redis://127.0.0.1:{free_port()}/0", stand_in.pid)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    message = result.stderr.splitlines()[-1]
+    assert message.startswith("Error: cannot reach Redis at 127.0.0.1:")
+    assert "is `make run` still running? Start it with `make run`, or set REDIS_URL=" in message
+
+
 def test_a_checkout_where_no_stack_ever_ran_uses_the_default(
     make_checkout: Callable[..., Path],
 ) -> None:

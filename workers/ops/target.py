@@ -61,7 +61,10 @@ class Target:
     def hint(self) -> str:
         """What to do when that Redis does not answer, or the settings do not load."""
         if self.origin == "stack":
-            return "is `make run` still running?"
+            return (
+                "is `make run` still running? Start it with `make run`, or set "
+                "REDIS_URL=redis://HOST:PORT/DB to use another Redis"
+            )
         if self.origin in ("REDIS_URL", "REDIS_SENTINELS"):
             return f"check {self.origin}"
         if self.origin == "stopped":
