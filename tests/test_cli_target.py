@@ -110,15 +110,97 @@ def test_redis_url_wins_over_a_running_stack(
     assert result.stderr == f"redis: 127.0.0.1:{redis_server.port}/0 (REDIS_URL)\n"
 
 
-def test_a_stack_file_left_by_a_stopped_stack_is_not_used(
-    make_checkout: Callable[..., Path], redis_server: RedisServer
-) -> None:
+@pytest.fixture
+def no_redis_dialled(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every Redis the command would connect to (none, for a checkout whose stack is down)."""
+    dialled: list[object] = []
+
+    def dial(settings: Settings, *args: object) -> Redis:
+        dialled.append(settings.redis_url)
+        raise AssertionError("the command connected to a Redis")
+
+    monkeypatch.setattr("workers.ops.common.sync_client", dial)
+    return dialled
+
+
+@pytest.fixture
+def killed_stack(
+    make_checkout: Callable[..., Path], redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A checkout whose stack was killed: its stack file names a `webhooks dev` long gone.
+    The secret is set (as a `.env` would): only the Redis is missing."""
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
     gone = subprocess.Popen([sys.executable, "-c", "pass", "webhooks"])
     gone.wait()
-    make_checkout(redis_server.url, gone.pid)
-    target = resolve_target()
-    assert target.origin == "default" and target.stale_file is not None
-    assert "var/stack.json is left from a stack that no longer runs" in target.hint()
+    return make_checkout(redis_server.url, gone.pid)
+
+
+@pytest.fixture
+def stopped_stack(make_checkout: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A checkout whose stack stopped cleanly: no stack file, its Redis data in var/redis."""
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    root = make_checkout("redis://127.0.0.1:1/0", 1)
+    (root / "var" / "stack.json").unlink()
+    (root / "var" / "redis").mkdir()
+    return root
+
+
+@pytest.mark.parametrize("command", [["dead", "list"], ["events", "list"]], ids=" ".join)
+def test_a_killed_stack_is_said_and_no_other_redis_is_read(
+    killed_stack: Path, no_redis_dialled: list[object], command: list[str]
+) -> None:
+    result = webhooks(*command)
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    message = result.stderr.strip()
+    assert "\n" not in message and no_redis_dialled == []
+    assert "the `make run` stack of this checkout is not running" in message
+    assert "var/stack.json is left from a stack that no longer runs" in message
+    assert "start the stack with `make run`, or set REDIS_URL=" in message
+
+
+def test_a_cleanly_stopped_stack_is_said_and_no_other_redis_is_read(
+    stopped_stack: Path, no_redis_dialled: list[object]
+) -> None:
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    assert no_redis_dialled == []
+    assert "the `make run` stack of this checkout is not running" in result.stderr
+    assert "its data is in var/redis" in result.stderr
+
+
+@pytest.mark.parametrize("checkout", ["killed_stack", "stopped_stack"])
+def test_redis_url_is_used_when_the_checkouts_stack_is_down(
+    checkout: str,
+    request: pytest.FixtureRequest,
+    redis_server: RedisServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    request.getfixturevalue(checkout)
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "0 dead letters\n"
+    assert result.stderr == f"redis: 127.0.0.1:{redis_server.port}/0 (REDIS_URL)\n"
+
+
+def test_a_stack_whose_redis_does_not_answer_is_said_and_no_other_redis_is_read(
+    make_checkout: Callable[..., Path], stand_in: subprocess.Popen[bytes]
+) -> None:
+    make_checkout(f"redis://127.0.0.1:{free_port()}/0", stand_in.pid)
+    result = webhooks("dead", "list")
+    assert result.exit_code == 1 and result.stdout == "", result.output
+    message = result.stderr.splitlines()[-1]
+    assert message.startswith("Error: cannot reach Redis at 127.0.0.1:")
+    assert "is `make run` still running? Start it with `make run`, or set REDIS_URL=" in message
+
+
+def test_a_checkout_where_no_stack_ever_ran_uses_the_default(
+    make_checkout: Callable[..., Path],
+) -> None:
+    root = make_checkout("redis://127.0.0.1:1/0", 1)
+    (root / "var" / "stack.json").unlink()
+    assert resolve_target().origin == "default"
 
 
 def test_with_no_stack_and_nothing_configured_the_error_says_how_to_point_it(

@@ -143,7 +143,8 @@ def test_events_list_filters_by_source_status_and_time(harness: Harness, redis: 
     harness.drain()
     since = str(time.time() - 60)
     listed = CliRunner().invoke(main, ["events", "list", "--since", since, "--json"])
-    assert [json.loads(x)["id"] for x in listed.stdout.splitlines()] == ["evt_0", "evt_1", "evt_2"]
+    # Newest first, as the Events page lists them.
+    assert [json.loads(x)["id"] for x in listed.stdout.splitlines()] == ["evt_2", "evt_1", "evt_0"]
     dead = CliRunner().invoke(
         main, ["events", "list", "--status", "dead", "--source", "inbound", "--json"]
     )

@@ -87,3 +87,32 @@ def test_the_ledger_forms_help_is_its_own(env: None) -> None:
 def test_the_replay_help_names_the_explicit_provider_form() -> None:
     result = webhooks("replay", "--help")
     assert "provider" in result.output and "ledger" in result.output
+
+
+# The tests run the command in-process, where click names it `main`, not `webhooks`.
+
+
+def test_the_replay_usage_shows_both_forms_as_typed() -> None:
+    result = webhooks("replay", "--help")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(
+        "Usage: main replay SOURCE --since TIME [OPTIONS]\n"
+        "       main replay ledger SOURCE --since TIME [OPTIONS]\n"
+    )
+
+
+def test_a_sources_help_shows_the_usage_as_it_was_typed(env: None) -> None:
+    result = webhooks("replay", "stripe", "--help")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("Usage: main replay stripe --since TIME [OPTIONS]\n")
+
+
+def test_a_sources_usage_error_points_at_a_help_that_can_be_typed(env: None) -> None:
+    result = webhooks("replay", "stripe")
+    assert result.exit_code == 2
+    assert "Try 'main replay stripe --help' for help." in result.stderr
+
+
+def test_the_explicit_provider_forms_help_keeps_its_own_usage(env: None) -> None:
+    result = webhooks("replay", "provider", "stripe", "--help")
+    assert result.stdout.startswith("Usage: main replay provider [OPTIONS] SOURCE\n")

@@ -54,7 +54,7 @@ def load_settings() -> Settings:
     try:
         return Settings.load(**target.overrides)
     except (ConfigError, ValueError) as exc:
-        hint = f" ({target.hint()})" if target.origin == "default" else ""
+        hint = f" ({target.hint()})" if target.origin in ("default", "stopped") else ""
         raise CommandError(f"{exc}{hint}") from None
 
 
@@ -71,6 +71,8 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
     where, what, and how to point the command elsewhere."""
     context = click.get_current_context(silent=True)
     target: Target | None = context.meta.get(_TARGET) if context is not None else None
+    if target is not None and target.down:
+        raise CommandError(target.hint())
     if context is not None and target is not None and not context.meta.get(_TARGET + ".said"):
         context.meta[_TARGET + ".said"] = True
         click.echo(f"redis: {where(settings.redis_url)} ({target.describe()})", err=True)

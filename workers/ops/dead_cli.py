@@ -11,7 +11,6 @@ import click
 from workers.ops.common import (
     CommandError,
     block,
-    cell,
     json_option,
     load_settings,
     plural,
@@ -21,13 +20,16 @@ from workers.ops.common import (
 from workers.ops.dead_targets import (
     Targets,
     apply_each,
+    check_source,
     report_missing,
+    resolve,
     selected,
     selection,
     selection_options,
     targeted,
 )
 from workers.ops.deadletters import DeadLetter, DeadLetters
+from workers.ops.show_text import print_fields, print_payload
 from workers.ops.turns_view import print_attempts, print_states, print_turns
 
 
@@ -66,6 +68,7 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
         chosen = selection(**filters)
+        check_source(store, chosen.source)
         groups = store.groups(chosen) if group_by else None
         letters = [] if groups is not None else store.find(chosen)
     if groups is None:
@@ -83,16 +86,18 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 
 
 @dead.command("show")
-@click.argument("job_id")
+@click.argument("name", metavar="ID")
 @json_option("As one JSON object.")
-def dead_show(job_id: str, as_json: bool) -> None:
+def dead_show(name: str, as_json: bool) -> None:
     """Show one dead letter: its event, headers, where each handler stands, each handler's
-    turn at its last attempt and at every attempt the ledger keeps, payload and traceback."""
+    turn at its last attempt and at every attempt the ledger keeps, payload and traceback.
+    ID: its job id, SOURCE/EVENT_ID, or its event id alone."""
     settings = load_settings()
     with redis_connection(settings) as connection:
-        shown = DeadLetters(settings, connection).show(job_id)
+        store = DeadLetters(settings, connection)
+        shown = store.show(resolve(store, name))
     if shown is None:
-        raise CommandError(f"{job_id} is not a dead letter")
+        raise CommandError(f"{name} is not a dead letter (by job id, SOURCE/EVENT_ID or event id)")
     if as_json:
         click.echo(json.dumps(shown))
         return
@@ -100,15 +105,13 @@ def dead_show(job_id: str, as_json: bool) -> None:
     handlers, last_turns = shown.pop("handlers"), shown.pop("last_attempt_turns")
     del shown["failed_handlers"]  # the handlers' table says it
     attempt_log, left_out = shown.pop("attempt_log"), shown.pop("attempts_left_out")
-    for key, value in shown.items():
-        text = json.dumps(value) if isinstance(value, dict) else value
-        click.echo(f"{key + ':':<13} {cell(text)}")
+    print_fields(shown)
     # Before the payload, which may run to pages.
     print_states(handlers)
     print_turns("last attempt", last_turns)
     print_attempts(attempt_log, left_out)
-    click.echo("payload:")
-    click.echo(block(payload))
+    print_payload(payload)
+    # Last, and apart: what the worker recorded, as it recorded it.
     click.echo("traceback:")
     click.echo(block(traceback or "(none recorded)"))
 
@@ -152,7 +155,7 @@ def _requeue_dry_run(
 
 
 @dead.command("requeue")
-@click.argument("job_ids", nargs=-1)
+@click.argument("job_ids", nargs=-1, metavar="[ID]...")
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be requeued; change nothing.")
 @click.option(
@@ -171,7 +174,8 @@ def dead_requeue(
     **filters: Any,
 ) -> None:
     """Put dead letters back on the queue, each with its full retry budget; each runs again
-    only its handlers that have not succeeded, unless --all-handlers."""
+    only its handlers that have not succeeded, unless --all-handlers. Each ID: a job id,
+    SOURCE/EVENT_ID, or an event id alone."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _requeue_dry_run(store, targets, all_handlers, as_json)
@@ -181,7 +185,7 @@ def dead_requeue(
 
 
 @dead.command("purge")
-@click.argument("job_ids", nargs=-1)
+@click.argument("job_ids", nargs=-1, metavar="[ID]...")
 @click.option("--all", "all_", is_flag=True, help="Every dead letter.")
 @click.option("--dry-run", is_flag=True, help="Print what would be purged; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask before purging in bulk.")
@@ -195,7 +199,8 @@ def dead_purge(
     as_json: bool,
     **filters: Any,
 ) -> None:
-    """Delete dead letters for good (their event ids stay claimed until the dedupe TTL)."""
+    """Delete dead letters for good (their event ids stay claimed until the dedupe TTL).
+    Each ID: a job id, SOURCE/EVENT_ID, or an event id alone."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _purge_dry_run(store, targets, as_json)

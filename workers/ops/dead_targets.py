@@ -1,5 +1,8 @@
 """Which dead letters a `webhooks dead` command acts on (JOB_IDs, --all, or filters), and
-how a bulk command reports the ids that were not dead letters."""
+how a bulk command reports the ids that were not dead letters.
+
+A dead letter is named by its job id, by SOURCE/EVENT_ID, or by its bare event id: logs,
+the Events page and `events show` all lead with the event id, and the job id is a hash."""
 
 from __future__ import annotations
 
@@ -12,7 +15,8 @@ from typing import Any
 
 import click
 
-from workers.ops.common import TIME, cell, load_settings, plural, redis_connection
+from app.keys import job_id_for
+from workers.ops.common import TIME, CommandError, cell, load_settings, plural, redis_connection
 from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
 
 
@@ -58,16 +62,63 @@ def selected(
     chosen = selection(**filters)
     if sum([bool(ids), all_, not chosen.empty]) != 1:
         raise click.UsageError(
-            "give JOB_ID..., --all, or filters (--source, --type, --error, "
-            "--since, --until): exactly one of them"
+            "give IDs (job ids, SOURCE/EVENT_IDs or event ids), --all, or filters "
+            "(--source, --type, --error, --since, --until): exactly one of them"
         )
     settings = load_settings()
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
+        check_source(store, chosen.source)
         if ids:
-            yield store, Targets(list(ids), named=True)
+            yield store, Targets([resolve(store, name) for name in ids], named=True)
         else:
             yield store, Targets([x.job_id for x in store.find(chosen)], named=False)
+
+
+def check_source(store: DeadLetters, source: str | None) -> None:
+    """A --source that is neither configured nor the source of any dead letter (of a source
+    since removed) is a typo: said, not answered with `0 dead letters`."""
+    if source is None or source in store.settings.sources:
+        return
+    if not any(letter.source == source for letter in store.find()):
+        configured = ", ".join(store.settings.sources)
+        raise CommandError(f"no source {source} (configured: {configured})")
+
+
+def _candidates(store: DeadLetters, name: str) -> list[tuple[str, str]]:
+    """(SOURCE/EVENT_ID, job id) of the dead letters `name` may mean as SOURCE/EVENT_ID or
+    as a bare event id (an event id may hold `/`, so both readings are tried)."""
+    source, slash, event_id = name.partition("/")
+    readings = [(source, event_id)] if slash and source and event_id else []
+    readings += [(configured, name) for configured in store.settings.sources]
+    found = {
+        f"{source}/{event_id}": job_id
+        for source, event_id in readings
+        if (job_id := job_id_for(source, event_id)) in store.registry
+    }
+    if not found:  # a source no longer configured: its letters' own ids, one pass
+        found = {
+            f"{letter.source}/{letter.event_id}": letter.job_id
+            for letter in store.find()
+            if name in (letter.event_id, f"{letter.source}/{letter.event_id}")
+        }
+    return sorted(found.items())
+
+
+def resolve(store: DeadLetters, name: str) -> str:
+    """The job id of the dead letter `name` names (a job id, SOURCE/EVENT_ID or an event
+    id); `name` itself when it names none, for the caller to report. Several matches are an
+    error that lists them: acting on one of them would be a guess."""
+    if name in store.registry:
+        return name
+    found = _candidates(store, name)
+    if len(found) > 1:
+        matches = ", ".join(f"{named} (job {job_id})" for named, job_id in found)
+        raise CommandError(
+            f"{name} is the event id of {len(found)} dead letters: {matches}; "
+            "give SOURCE/EVENT_ID or the job id"
+        )
+    return found[0][1] if found else name
 
 
 def targeted(store: DeadLetters, targets: Targets) -> list[DeadLetter]:

@@ -23,6 +23,7 @@ from workers.ops.common import (
     print_listing,
     redis_connection,
 )
+from workers.ops.events_page.search import PAGE, EventSearch, Query
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.turns_view import attempts_json, print_attempts, print_states, states_json
 
@@ -93,22 +94,76 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
     click.echo(block((record.payload or b"").decode("utf-8", errors="replace")))
 
 
+# The dashboard's word for a dead letter (RQ's failed registry), taken as `dead`.
+FAILED = "failed"
+
+
+def _more(shown: int, total: int) -> str:
+    return (
+        f"{shown} of {total} events, the newest ({total - shown} more: raise --limit, or "
+        "narrow with --since/--until/--type)"
+    )
+
+
 @events.command("list")
 @click.option("--source", help="Only this source.")
-@click.option("--status", type=click.Choice(STATUSES), help="Only events in this state.")
+@click.option(
+    "--status",
+    type=click.Choice([*STATUSES, FAILED]),
+    help="Only events in this state (`failed` is `dead`, as the dashboard says).",
+)
+@click.option(
+    "--type", "type_", help="Only this event type; `invoice.*`: every type starting `invoice.`."
+)
+@click.option("--id", "event_id", help="Only the event with exactly this id (in any source).")
 @click.option("--since", type=TIME, help="Received at or after (ISO 8601 or unix seconds).")
 @click.option("--until", type=TIME, help="Received at or before.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=PAGE,
+    show_default=True,
+    help="Show the newest N events that match.",
+)
 @json_option()
 def events_list(
-    source: str | None, status: str | None, since: float | None, until: float | None, as_json: bool
+    source: str | None,
+    status: str | None,
+    type_: str | None,
+    event_id: str | None,
+    since: float | None,
+    until: float | None,
+    limit: int,
+    as_json: bool,
 ) -> None:
-    """Events received in a window, oldest first."""
+    """Events received, newest first, filtered as on the dashboard's Events page."""
     settings = load_settings()
     if source is not None and source not in settings.sources:
         raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
-    wanted = EventStatus(status) if status else None
+    wanted = EventStatus.DEAD if status == FAILED else EventStatus(status) if status else None
+    query = Query(source, event_id, type_, wanted, since, until)
     with redis_connection(settings) as connection:
-        found = _ledger(settings, connection).find(source, wanted, since, until)
+        ledger = _ledger(settings, connection)
+        if event_id:
+            page = EventSearch(ledger, list(settings.sources)).run(query)
+            found, stripped = page.rows, page.stripped_id
+        else:
+            # Read oldest first (the index's order), shown newest first as the page does.
+            every = reversed(ledger.find(source, wanted, since, until))
+            found = [r for r in every if query.matches(str(r.status), r.type)]
+            stripped = False
+    if stripped:
+        note = "no event has exactly that id; shown: the id without the spaces around it"
+        click.echo(note, err=True)
+    shown = found[:limit]
+    summary = plural(len(found), "event") if len(shown) == len(found) else ""
     print_listing(
-        found, as_json, LedgerRecord.summary, EVENTS_HEADER, _row, plural(len(found), "event")
+        shown,
+        as_json,
+        LedgerRecord.summary,
+        EVENTS_HEADER,
+        _row,
+        summary or _more(len(shown), len(found)),
     )
+    if as_json and not summary:
+        click.echo(_more(len(shown), len(found)), err=True)

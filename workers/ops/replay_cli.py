@@ -142,8 +142,31 @@ class _ReplayGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         provider = self.commands["provider"]
         if args and (args[0] not in self.commands or _is_source(ctx, provider, args)):
-            return "provider", provider, args
+            # Named by the source, so that its usage and errors read as what was typed:
+            # `webhooks replay stripe ...`, not `webhooks replay provider`.
+            ctx.meta[_IMPLICIT] = True
+            return args[0], provider, args
         return super().resolve_command(ctx, args)
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Both forms, as they are typed."""
+        formatter.write_usage(ctx.command_path, "SOURCE --since TIME [OPTIONS]")
+        formatter.write_usage(
+            ctx.command_path, "ledger SOURCE --since TIME [OPTIONS]", prefix=" " * len("Usage: ")
+        )
+
+
+_IMPLICIT = "webhooks.replay.implicit"
+
+
+class _ProviderCommand(click.Command):
+    """`replay provider SOURCE`, also run as `replay SOURCE`: then its usage is that form."""
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if ctx.parent is not None and ctx.parent.meta.get(_IMPLICIT):
+            formatter.write_usage(ctx.command_path, "--since TIME [OPTIONS]")
+        else:
+            super().format_usage(ctx, formatter)
 
 
 def _is_source(ctx: click.Context, provider: click.Command, args: list[str]) -> bool:
@@ -182,7 +205,7 @@ replay = _ReplayGroup(
 )
 
 
-@replay.command("provider")
+@replay.command("provider", cls=_ProviderCommand)
 @click.argument("source")
 @click.option("--since", type=TIME, required=True, help="ISO 8601 or unix seconds.")
 @click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
