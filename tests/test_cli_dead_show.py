@@ -3,6 +3,7 @@ source that does not exist is said to."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -39,15 +40,32 @@ def test_dead_show_prints_no_python_reprs(dead_letter: str) -> None:
 
 def test_dead_show_pretty_prints_a_json_payload_as_the_page_does(dead_letter: str) -> None:
     result = webhooks("dead", "show", dead_letter)
-    payload = result.stdout.split("payload:\n", 1)[1].split("traceback:\n", 1)[0]
+    payload = result.stdout.split("payload:\n", 1)[1].split("\ntraceback", 1)[0]
     assert payload.startswith('{\n  "id": "evt_0",\n  "type": "order.created",\n')
 
 
-def test_dead_show_keeps_the_traceback_last_in_its_own_block(dead_letter: str) -> None:
+def test_dead_show_ends_with_the_handlers_frames_alone(dead_letter: str) -> None:
     result = webhooks("dead", "show", dead_letter)
+    heading, _, traceback = result.stdout.partition(
+        "\ntraceback (your handlers' frames; all of it: --traceback full):\n"
+    )
+    assert heading and traceback.startswith("tests.conftest.sync_crm failed:\n")
+    assert "tests/conftest.py" in traceback and "ValueError: crm down" in traceback
+    assert "workers/runtime" not in traceback and "/rq/" not in traceback
+
+
+def test_dead_show_traceback_full_adds_the_workers_and_rqs_frames(dead_letter: str) -> None:
+    result = webhooks("dead", "show", dead_letter, "--traceback", "full")
     traceback = result.stdout.split("\ntraceback:\n", 1)[1]
     assert traceback.startswith("Traceback (most recent call last):")
-    assert "ValueError: crm down" in traceback
+    assert "workers/runtime/runner.py" in traceback
+    assert traceback.rstrip().endswith("ValueError: crm down")
+
+
+def test_dead_show_json_keeps_the_traceback_as_stored(dead_letter: str) -> None:
+    shown = json.loads(webhooks("dead", "show", dead_letter, "--json").stdout)
+    assert shown["traceback"].startswith("tests.conftest.sync_crm failed:\n")
+    assert "workers/runtime/runner.py" in shown["traceback"]
 
 
 def test_headers_are_one_escaped_line_each(capsys: pytest.CaptureFixture[str]) -> None:

@@ -31,6 +31,7 @@ from workers.ops.dead_targets import (
 from workers.ops.deadletters import DeadLetter, DeadLetters
 from workers.ops.show_text import print_fields, print_payload
 from workers.ops.turns_view import print_attempts, print_states, print_turns
+from workers.runtime.tracebacks import split_traceback
 
 
 @click.group()
@@ -87,8 +88,16 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 
 @dead.command("show")
 @click.argument("name", metavar="ID")
-@json_option("As one JSON object.")
-def dead_show(name: str, as_json: bool) -> None:
+@click.option(
+    "--traceback",
+    "traceback_part",
+    type=click.Choice(["user", "full"]),
+    default="user",
+    show_default=True,
+    help="user: your handlers' frames; full: with the worker's and RQ's frames.",
+)
+@json_option("As one JSON object (the traceback as stored: both parts).")
+def dead_show(name: str, traceback_part: str, as_json: bool) -> None:
     """Show one dead letter: its event, headers, where each handler stands, each handler's
     turn at its last attempt and at every attempt the ledger keeps, payload and traceback.
     ID: its job id, SOURCE/EVENT_ID, or its event id alone."""
@@ -111,9 +120,17 @@ def dead_show(name: str, as_json: bool) -> None:
     print_turns("last attempt", last_turns)
     print_attempts(attempt_log, left_out)
     print_payload(payload)
-    # Last, and apart: what the worker recorded, as it recorded it.
-    click.echo("traceback:")
-    click.echo(block(traceback or "(none recorded)"))
+    # Last, and apart: what the worker recorded, your frames first unless asked for all.
+    parts = split_traceback(traceback) if traceback else None
+    if parts is None:
+        click.echo("traceback:")
+        click.echo(block("(none recorded)"))
+    elif traceback_part == "full" or not parts.user:
+        click.echo("traceback:")
+        click.echo(block(parts.full))
+    else:
+        click.echo("traceback (your handlers' frames; all of it: --traceback full):")
+        click.echo(block(parts.user))
 
 
 def _purge_dry_run(store: DeadLetters, targets: Targets, as_json: bool) -> None:
