@@ -36,7 +36,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 run: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
 
 lint: install-test
 	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench

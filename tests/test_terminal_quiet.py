@@ -156,6 +156,12 @@ def test_ctrl_c_reads_as_a_clean_stop(session: str) -> None:
 
 @e2e[0]
 @e2e[1]
+def test_make_echoes_no_command_before_the_banner(session: str) -> None:
+    assert session.startswith("redis:     redis://"), session
+
+
+@e2e[0]
+@e2e[1]
 def test_startup_is_one_line_per_process(session: str) -> None:
     started = session[: session.rindex("\n", 0, session.index("accepted inbound evt_ok"))]
     by_process: dict[str, int] = {}
