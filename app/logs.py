@@ -157,13 +157,18 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def stderr_handler(log_format: str) -> logging.Handler:
+    """One line per record to the current stderr, in `log_format` (auto, json, text)."""
+    handler = _StderrHandler()
+    handler.setFormatter(LineFormatter(log_format))
+    return handler
+
+
 def configure_logging(level: int = logging.INFO, log_format: str | None = None) -> None:
     """Send the `webhooks` logger to stderr, one line per record (once per process)."""
     if any(isinstance(h, _StderrHandler) for h in logger.handlers):
         return
-    handler = _StderrHandler()
-    handler.setFormatter(LineFormatter(log_format or chosen_format()))
-    logger.addHandler(handler)
+    logger.addHandler(stderr_handler(log_format or chosen_format()))
     logger.setLevel(level)
     logger.propagate = False
 

@@ -14,7 +14,7 @@ log = logging.getLogger("webhooks.examples")
 
 @handler("inbound", "order.created")
 def sync_order(event: Event) -> None:
-    log.warning("order %s received (attempt %d)", event.payload.get("id"), event.attempt)
+    log.info("order %s received (attempt %d)", event.payload.get("id"), event.attempt)
 
 
 @handler("inbound", "demo.flaky")
@@ -32,4 +32,4 @@ def rejects(event: Event) -> None:
 def invoice_paid(event: Event) -> None:
     # Stripe's event envelope: the invoice is `data.object` (what `webhooks send --data` sets).
     invoice = event.payload["data"]["object"]
-    log.warning("invoice %s paid (event %s)", invoice.get("id"), event.id)
+    log.info("invoice %s paid (event %s)", invoice.get("id"), event.id)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from honcho.printer import Message, Printer
 
+from app.library_logs import LibraryLines
 from app.logs import LineFormatter, chosen_format, log_state, logger
+from workers.dev.procs import LinePrinter, StackManager
 
 
 @pytest.fixture
@@ -128,3 +132,150 @@ def test_log_state_still_writes_one_line_per_state(caplog: pytest.LogCaptureFixt
         log_state("accepted", "inbound", "evt_1", "order.created", job_id="inbound-1")
     [record] = caplog.records
     assert LineFormatter("text").format(record).count("\n") == 0
+
+
+# uvicorn's and RQ's records, routed through ours (app/library_logs.py).
+
+
+@pytest.fixture
+def library_line(monkeypatch: pytest.MonkeyPatch) -> Callable[..., str | None]:
+    """A library's record as our handler writes it in `choice`, or None when left out."""
+    monkeypatch.setattr(logger, "level", logging.INFO)
+
+    def line(choice: str, name: str, msg: str, *args: object, **extra: object) -> str | None:
+        record = logging.getLogger(name).makeRecord(
+            name, logging.INFO, __file__, 1, msg, args, None, extra=extra or None
+        )
+        formatter = LineFormatter(choice)
+        if not LibraryLines(formatter).filter(record):
+            return None
+        return formatter.format(record)
+
+    return line
+
+
+def test_rqs_periodic_maintenance_is_left_out_in_every_format(
+    library_line: Callable[..., str | None],
+) -> None:
+    for choice in ("json", "text"):
+        assert (
+            library_line(choice, "rq.worker", "Worker %s: cleaning group registries", "w1") is None
+        )
+
+
+def test_rqs_periodic_maintenance_shows_at_debug(
+    library_line: Callable[..., str | None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logger, "level", logging.DEBUG)
+    line = library_line("json", "rq.worker", "Worker %s: cleaning group registries", "w1")
+    assert line is not None and json.loads(line)["level"] == "debug"
+
+
+def test_lifecycle_steps_stay_at_info_in_json_without_uvicorns_coloured_copy(
+    library_line: Callable[..., str | None],
+) -> None:
+    line = library_line(
+        "json", "uvicorn.error", "Started server process [%d]", 7, color_message="\x1b[36m%d"
+    )
+    assert line is not None
+    assert json.loads(line) | {"ts": 0} == {
+        "ts": 0,
+        "level": "info",
+        "logger": "uvicorn.error",
+        "msg": "Started server process [7]",
+    }
+
+
+def test_lifecycle_steps_the_stack_already_says_are_left_out_on_a_terminal(
+    library_line: Callable[..., str | None],
+) -> None:
+    assert library_line("text", "uvicorn.error", "Application startup complete.") is None
+    assert (
+        library_line("text", "rq.scheduler", "Scheduler for %s started with PID %s", "q", 1) is None
+    )
+    # What is not routine still shows.
+    assert library_line("text", "uvicorn.error", "Waiting for connections to close.") is not None
+
+
+ACCESS = '%s - "%s %s HTTP/%s" %d'
+
+
+def test_an_access_line_in_json_carries_method_path_status_and_client(
+    library_line: Callable[..., str | None],
+) -> None:
+    line = library_line(
+        "json", "uvicorn.access", ACCESS, "10.0.0.9:5123", "POST", "/webhooks/inbound", "1.1", 200
+    )
+    assert line is not None
+    fields = json.loads(line)
+    assert fields["msg"] == "request"
+    assert (fields["method"], fields["path"], fields["status"], fields["client"]) == (
+        "POST",
+        "/webhooks/inbound",
+        200,
+        "10.0.0.9:5123",
+    )
+
+
+def test_on_a_terminal_a_deliverys_or_a_probes_access_line_is_left_out(
+    library_line: Callable[..., str | None],
+) -> None:
+    delivery = ("10.0.0.9:5123", "POST", "/webhooks/inbound", "1.1", 401)
+    assert library_line("text", "uvicorn.access", ACCESS, *delivery) is None
+    probe = ("10.0.0.9:5123", "GET", "/readyz", "1.1", 200)
+    assert library_line("text", "uvicorn.access", ACCESS, *probe) is None
+
+
+def test_on_a_terminal_an_error_elsewhere_keeps_its_access_line_escaped(
+    library_line: Callable[..., str | None],
+) -> None:
+    wrong = ("10.0.0.9:5123", "POST", "/webhook/inbound\x1b[2J", "1.1", 404)
+    line = library_line("text", "uvicorn.access", ACCESS, *wrong)
+    assert line is not None and "\x1b" not in line
+    assert line.split()[1:3] == ["info", "request"]
+    assert "path=/webhook/inbound\\x1b[2J" in line and "status=404" in line
+
+
+# honcho's manager under `make run` (workers/dev/procs.py).
+
+
+@pytest.fixture
+def manager() -> tuple[StackManager, io.StringIO]:
+    out = io.StringIO()
+    return StackManager(Printer(out, colour=False)), out
+
+
+def _said(out: io.StringIO) -> list[str]:
+    return [line.split(" | ", 1)[1] for line in out.getvalue().splitlines()]
+
+
+def test_a_requested_stop_reads_stopping_and_stopped(
+    manager: tuple[StackManager, io.StringIO],
+) -> None:
+    stack, out = manager
+    for text in ("SIGTERM received", "sending SIGTERM to web.1 (pid 12)", "web.1 stopped (rc=-15)"):
+        stack._system_print(text + "\n")
+    stack._system_print("worker.1 stopped (rc=0)\n")
+    assert _said(out) == ["stopping", "web.1 stopped", "worker.1 stopped"]
+
+
+def test_a_process_that_ends_by_itself_says_how(
+    manager: tuple[StackManager, io.StringIO],
+) -> None:
+    stack, out = manager
+    stack._system_print("worker.1 stopped (rc=1)\n")
+    stack._system_print("web.1 stopped (rc=-15)\n")  # honcho stopped it in turn
+    stack._system_print("sending SIGKILL to dashboard.1 (pid 14)\n")
+    assert _said(out) == [
+        "worker.1 ended with status 1; stopping the others",
+        "web.1 stopped",
+        "sending SIGKILL to dashboard.1 (pid 14)",
+    ]
+
+
+def test_the_printer_drops_the_time_a_process_line_repeats() -> None:
+    out = io.StringIO()
+    now = datetime.datetime(2026, 1, 2, 20, 18, 41)
+    line = b"20:18:41 info    accepted inbound evt_1 order.created\n"
+    LinePrinter(out, colour=False).write(Message("line", line, now, "web.1", None))
+    assert out.getvalue() == "20:18:41 web.1 | info    accepted inbound evt_1 order.created\n"

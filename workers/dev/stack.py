@@ -140,7 +140,9 @@ def _run(stop: Stop, terminal: bool) -> int:
         echo_banner(_banner(redis, web, dashboard, settings, dev))
         if stop.requested:
             return 0
-        honcho = [sys.executable, "-m", "honcho", "start", "-f", "Procfile", "-p", str(base)]
+        # honcho, with a manager that tells a requested stop from a failure (procs.py).
+        honcho = [sys.executable, "-m", "workers.dev.procs", "start", "-f", "Procfile"]
+        honcho += ["-p", str(base)]
         stop.honcho = subprocess.Popen(honcho, env=env, start_new_session=True)  # noqa: S603
         code = stop.wait()
         return 0 if stop.requested else code

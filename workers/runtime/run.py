@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 from rq import Queue
 
 from app.connection import PROBE, WORKER, sync_client
+from app.library_logs import route_library_logs
 from app.logs import configure_logging, logger
 from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
@@ -88,6 +89,8 @@ class RedisLoss(logging.Filter):
 def run_worker(settings: Settings, burst: bool = False) -> None:
     """Run until SIGTERM/SIGINT, rebuilding the worker whenever Redis failure ends its loop."""
     configure_logging()
+    # RQ's lines in ours, its maintenance at DEBUG (app/library_logs.py).
+    route_library_logs("rq")
     import_handlers(settings)
     loss = RedisLoss()
     logging.getLogger("rq.worker").addFilter(loss)
