@@ -1,4 +1,5 @@
-"""Example handlers, loaded by `make run` when WEBHOOK_HANDLERS is not set.
+"""Example handlers of the source `inbound`, loaded by `make run` when WEBHOOK_HANDLERS is
+not set and `inbound` is a configured source.
 
 Point WEBHOOK_HANDLERS at your own modules (comma-separated) to replace them.
 """
@@ -27,9 +28,3 @@ def always_fails(event: Event) -> None:
 def rejects(event: Event) -> None:
     raise PermanentError("payload cannot be processed; retrying will not help")
 
-
-@handler("stripe", "invoice.paid")
-def invoice_paid(event: Event) -> None:
-    # Stripe's event envelope: the invoice is `data.object` (what `webhooks send --data` sets).
-    invoice = event.payload["data"]["object"]
-    log.info("invoice %s paid (event %s)", invoice.get("id"), event.id)

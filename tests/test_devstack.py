@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import termios
 import threading
 import time
@@ -30,8 +31,22 @@ from workers.dev.devenv import DEV_RETRY_INTERVALS, dev_settings, retries_line
 from workers.dev.stackfile import StackFile
 
 # `webhooks dev` takes the first free trio of ports from 8000: two started at once (two xdist
-# workers) can both see 8000 free and race for it, so the stacks start one at a time.
+# workers) can both see 8000 free and race for it, and the loser's `webhooks send` reaches
+# the winner's receiver (a 401). So one stack at a time, across the workers: a file lock,
+# held from a stack's start to its end. The xdist group keeps them on one worker, where it
+# can, so that no worker waits for another.
 DEVSTACK = "devstack"
+_STACK_LOCK = Path(tempfile.gettempdir()) / "webhook-receiver-tests-devstack.lock"
+
+
+@contextlib.contextmanager
+def one_stack_at_a_time() -> Iterator[None]:
+    with _STACK_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def test_unset_retry_intervals_get_development_values_that_dead_letter_within_a_minute(
@@ -56,6 +71,26 @@ def test_configured_retry_intervals_are_kept(
     assert "WEBHOOK_RETRY_INTERVALS" not in dev.values
     assert dev.values["WEBHOOK_LOG_FORMAT"] == "text"
     assert "dead letter in about 43 min" in retries_line([10, 30, 120, 600, 1800], dev)
+
+
+@pytest.mark.parametrize(
+    ("sources", "handlers"),
+    [
+        (None, "examples.handlers"),
+        ("inbound,stripe", "examples.handlers,examples.stripe_handlers"),
+        ("stripe", "examples.stripe_handlers"),
+        ("github", None),
+    ],
+)
+def test_make_run_loads_the_example_handlers_of_configured_sources_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sources: str | None, handlers: str | None
+) -> None:
+    """A handler of a source that is not configured makes the worker warn: on a plain
+    `make run`, the Stripe example printed a warning the user had nothing to do with."""
+    monkeypatch.chdir(tmp_path)
+    if sources is not None:
+        (tmp_path / ".env").write_text(f"WEBHOOK_SOURCES={sources}\n")
+    assert dev_settings(terminal=False).values.get("WEBHOOK_HANDLERS") == handlers
 
 
 def _checkout(tmp_path: Path) -> Path:
@@ -118,16 +153,31 @@ class Terminal:
 
 
 @pytest.fixture
+def stack_lock() -> Iterator[None]:
+    with one_stack_at_a_time():
+        yield
+
+
+@pytest.fixture
 def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
     terminals: list[Terminal] = []
+    locked = contextlib.ExitStack()
 
     def start(root: Path, **env: str) -> Terminal:
+        if not terminals:
+            locked.enter_context(one_stack_at_a_time())
         primary, secondary = os.openpty()
 
         def controlling_terminal() -> None:  # runs in the child, after setsid
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+        # Nothing configured but what the test gives: a fixture wider than a function runs
+        # before the suite's own clean-up of the environment, which may hold its settings.
+        clean = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("MAKE", "WEBHOOK_", "RQ_DASHBOARD_", "REDIS_"))
+        }
         process = subprocess.Popen(
             # -o: the scratch checkout shares this one's .venv but not its packages; a
             # reinstall from there would point the shared .venv at nothing.
@@ -146,10 +196,11 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
         terminals.append(terminal)
         return terminal
 
-    yield start
-    for terminal in terminals:
-        _kill_tree(terminal.process)
-        os.close(terminal.primary)
+    with locked:
+        yield start
+        for terminal in terminals:
+            _kill_tree(terminal.process)
+            os.close(terminal.primary)
 
 
 def _kill_tree(process: subprocess.Popen[bytes]) -> None:
@@ -237,7 +288,7 @@ def _answers(url: str) -> bool:
 @pytest.mark.e2e
 @pytest.mark.xdist_group(DEVSTACK)
 def test_sigint_to_the_stack_without_a_terminal_stops_it_in_order_and_exits_0(
-    tmp_path: Path,
+    tmp_path: Path, stack_lock: None
 ) -> None:
     """Where there is no terminal (CI, a supervisor), a SIGINT to the process group stops the
     stack the same way. (Through make it would exit 130: GNU make kills itself with the

@@ -20,7 +20,7 @@ from app.settings import ConfigError, Settings
 from tests import test_devstack
 from tests.conftest import ROOT
 from tests.processes import wait_until
-from tests.test_devstack import DEVSTACK, Terminal, _checkout
+from tests.test_devstack import DEVSTACK, Terminal, _answers, _checkout
 from workers.dev.devenv import DEV_RETRY_INTERVALS, DevSettings
 from workers.dev.stack import _banner, _check
 from workers.dev.stackfile import StackFile
@@ -110,6 +110,8 @@ def test_make_run_starts_with_the_copied_file_as_it_is(
     assert f"redis:     {stack.redis_url} (append-only" in terminal.output
     assert stack.settings["WEBHOOK_RETRY_INTERVALS"] == DEV_RETRY_INTERVALS
     assert "development intervals, as WEBHOOK_RETRY_INTERVALS is not set" in terminal.output
+    # The banner comes before the processes: wait for the receiver before sending.
+    wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
 
     clean = {
         k: v

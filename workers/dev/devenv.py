@@ -18,6 +18,9 @@ from workers.dev.stackfile import DEV_ENV, VAR, configured
 # dead letter in about 40 s, not after the production intervals' 43 minutes.
 DEV_RETRY_INTERVALS = "1,2,5,10,20"
 DEFAULT_MAX_RETRIES = 5
+# The example handlers, by the source each is for: only those of configured sources are
+# loaded, as a handler for a source that is not configured makes the worker warn.
+EXAMPLE_HANDLERS = {"inbound": "examples.handlers", "stripe": "examples.stripe_handlers"}
 
 
 def dev_credentials() -> dict[str, str]:
@@ -61,7 +64,10 @@ def dev_settings(terminal: bool) -> DevSettings:
     if not configured("WEBHOOK_RETRY_INTERVALS"):
         values["WEBHOOK_RETRY_INTERVALS"] = DEV_RETRY_INTERVALS
     if not configured("WEBHOOK_HANDLERS"):
-        values["WEBHOOK_HANDLERS"] = "examples.handlers"
+        names = {name for name, _ in configured_sources()}
+        examples = [module for source, module in EXAMPLE_HANDLERS.items() if source in names]
+        if examples:
+            values["WEBHOOK_HANDLERS"] = ",".join(examples)
     # The processes write to honcho's pipe, not a terminal: their `auto` would pick JSON.
     if terminal and not configured("WEBHOOK_LOG_FORMAT"):
         values["WEBHOOK_LOG_FORMAT"] = "text"
