@@ -27,4 +27,3 @@ def always_fails(event: Event) -> None:
 @handler("inbound", "demo.invalid")
 def rejects(event: Event) -> None:
     raise PermanentError("payload cannot be processed; retrying will not help")
-
