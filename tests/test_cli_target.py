@@ -173,6 +173,7 @@ def test_redis_url_is_used_when_the_checkouts_stack_is_down(
     checkout: str,
     request: pytest.FixtureRequest,
     redis_server: RedisServer,
+    redis: Redis,  # emptied: the server is the session's, and other tests leave dead letters
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     request.getfixturevalue(checkout)
