@@ -7,6 +7,8 @@ import hmac
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,3 +290,12 @@ def cli_env(monkeypatch: pytest.MonkeyPatch) -> Callable[[Settings], None]:
             monkeypatch.setenv(name, value)
 
     return point
+
+
+@pytest.fixture
+def stand_in() -> Iterator[subprocess.Popen[bytes]]:
+    """A process standing in for `webhooks dev` (its command line names it)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "webhooks"])
+    yield process
+    process.kill()
+    process.wait()

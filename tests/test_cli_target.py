@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -18,15 +18,6 @@ from workers.dev.redis_server import RedisServer, free_port
 from workers.dev.stackfile import StackFile
 from workers.ops.common import CommandError, redis_connection
 from workers.ops.target import Target, resolve_target
-
-
-@pytest.fixture
-def stand_in() -> Iterator[subprocess.Popen[bytes]]:
-    """A process standing in for `webhooks dev` (its command line names it)."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "webhooks"])
-    yield process
-    process.kill()
-    process.wait()
 
 
 @pytest.fixture

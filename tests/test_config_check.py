@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,15 +147,6 @@ def test_values_are_escaped_for_the_terminal(checkout: Callable[..., Path]) -> N
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert result.exit_code == 1
     assert "WEBHOOK_QUEUE: String should match pattern" in result.stderr
-
-
-@pytest.fixture
-def stand_in() -> Iterator[subprocess.Popen[bytes]]:
-    """A process standing in for `webhooks dev` (its command line names it)."""
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "webhooks"])
-    yield process
-    process.kill()
-    process.wait()
 
 
 def test_a_running_stacks_values_are_attributed_to_make_run(

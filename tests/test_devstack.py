@@ -39,6 +39,16 @@ DEVSTACK = "devstack"
 _STACK_LOCK = Path(tempfile.gettempdir()) / "webhook-receiver-tests-devstack.lock"
 
 
+def unconfigured_env() -> dict[str, str]:
+    """The environment with none of the receiver's settings (nor make's), as a newcomer's
+    shell has it: what `make run` and the `webhooks` command of its checkout are given."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MAKE", "WEBHOOK_", "RQ_DASHBOARD_", "REDIS_"))
+    }
+
+
 @contextlib.contextmanager
 def one_stack_at_a_time() -> Iterator[None]:
     with _STACK_LOCK.open("a") as lock:
@@ -173,11 +183,7 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
 
         # Nothing configured but what the test gives: a fixture wider than a function runs
         # before the suite's own clean-up of the environment, which may hold its settings.
-        clean = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("MAKE", "WEBHOOK_", "RQ_DASHBOARD_", "REDIS_"))
-        }
+        clean = unconfigured_env()
         process = subprocess.Popen(
             # -o: the scratch checkout shares this one's .venv but not its packages; a
             # reinstall from there would point the shared .venv at nothing.
@@ -232,11 +238,7 @@ def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
 
     assert "send:      .venv/bin/webhooks send inbound" in terminal.output
     # `webhooks` in that checkout, with nothing configured, finds the stack.
-    clean_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
-    }
+    clean_env = unconfigured_env()
 
     def webhooks(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

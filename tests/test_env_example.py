@@ -20,7 +20,7 @@ from app.settings import ConfigError, Settings
 from tests import test_devstack
 from tests.conftest import ROOT
 from tests.processes import wait_until
-from tests.test_devstack import DEVSTACK, Terminal, _answers, _checkout
+from tests.test_devstack import DEVSTACK, Terminal, _answers, _checkout, unconfigured_env
 from workers.dev.devenv import DEV_RETRY_INTERVALS, DevSettings
 from workers.dev.stack import _banner, _check
 from workers.dev.stackfile import StackFile
@@ -113,11 +113,7 @@ def test_make_run_starts_with_the_copied_file_as_it_is(
     # The banner comes before the processes: wait for the receiver before sending.
     wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
 
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
-    }
+    clean = unconfigured_env()
     sent = subprocess.run(  # as the banner's send line says, with --json
         [str(ROOT / ".venv" / "bin" / "webhooks"), *SEND],
         cwd=root,

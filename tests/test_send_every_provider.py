@@ -5,7 +5,6 @@ development key pairs the stack made, and nothing is printed of a secret or a ke
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +16,7 @@ from dotenv import dotenv_values
 from app.sources import PROVIDERS
 from tests.conftest import ROOT
 from tests.processes import wait_until
-from tests.test_devstack import DEVSTACK, Terminal, _checkout
+from tests.test_devstack import DEVSTACK, Terminal, _checkout, unconfigured_env
 from tests.test_devstack import make_run as make_run  # the fixture
 from workers.dev.stackfile import StackFile
 
@@ -45,11 +44,7 @@ def test_webhooks_send_is_accepted_for_a_source_of_every_provider_of_make_runs_s
     wait_until(lambda: "send:  " in terminal.output, 90, f"make run to start:\n{terminal.output}")
     for provider in PROVIDERS:
         assert f"/webhooks/{provider} " in terminal.output, terminal.output
-    clean_env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
-    }
+    clean_env = unconfigured_env()
 
     def send(provider: str) -> tuple[str, subprocess.CompletedProcess[str]]:
         return provider, subprocess.run(

@@ -23,7 +23,7 @@ from rq.group import Group
 
 from tests.conftest import ROOT
 from tests.processes import wait_until
-from tests.test_devstack import DEVSTACK, Terminal, _answers, _checkout, make_run
+from tests.test_devstack import DEVSTACK, Terminal, _answers, _checkout, make_run, unconfigured_env
 from workers.dev.stackfile import StackFile
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -39,11 +39,7 @@ def _session(root: Path, terminal: Terminal) -> str:
     assert stack is not None
     wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
     wait_until(lambda: _answers(stack.dashboard + "/"), 60, "the dashboard")
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("WEBHOOK_", "RQ_DASHBOARD_", "REDIS_URL", "MAKE"))
-    }
+    clean = unconfigured_env()
 
     def send(*args: str) -> None:
         sent = subprocess.run(
