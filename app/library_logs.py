@@ -30,11 +30,13 @@ PERIODIC = frozenset(
         "Worker %s: cleaning group registries",
         "Worker %s: subscribing to channel %s",
         "Worker %s: unsubscribing from channel %s",
-        "Acquired scheduler lock for %s",
     }
 )
 LIFECYCLE = frozenset(
     {
+        # Logged only when a scheduler takes the lock anew (a refresh is DEBUG already): after
+        # a failover, the line that says which worker schedules retries now.
+        "Acquired scheduler lock for %s",
         "*** Listening on %s...",
         "Scheduler for %s started with PID %s",
         "Scheduler stopping, releasing locks for %s...",

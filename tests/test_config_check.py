@@ -96,6 +96,29 @@ def test_secrets_and_passwords_in_urls_are_masked(
     assert rows["RQ_DASHBOARD_PASSWORD"] == (".env", "********")
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # redis-py reads the password up to the last @: all of it is masked.
+        ("redis://:p@ss-word@redis.example:6379/0", "redis://:********@redis.example:6379/0"),
+        (
+            "rediss://h:6380/0?ssl_keyfile=/k.pem&ssl_password=KeyPassphrase123",
+            "rediss://h:6380/0?ssl_keyfile=/k.pem&ssl_password=********",
+        ),
+        ("redis://h:6379/0?password=in-the-query", "redis://h:6379/0?password=********"),
+    ],
+)
+def test_a_password_anywhere_in_redis_url_is_masked(
+    checkout: Callable[..., Path], url: str, shown: str
+) -> None:
+    checkout(f"REDIS_URL={url}\nWEBHOOK_SIGNING_SECRET={SECRET}\n")
+    text = webhooks("config", "check")
+    assert _rows(text.stdout)["REDIS_URL"] == (".env", shown)
+    assert not [
+        part for part in ("ss-word", "KeyPassphrase123", "in-the-query") if part in text.output
+    ]
+
+
 def test_every_problem_is_listed_at_once_with_a_non_zero_exit(
     checkout: Callable[..., Path],
 ) -> None:

@@ -82,13 +82,15 @@ def is_ignored(path: str, prefixes: tuple[str, ...]) -> bool:
 
 
 def repository_paths(page: Page) -> Iterator[str]:
-    """The backticked spans that name a path from the repository's root: `app/keys.py`,
-    `tests/faults/`, `tests/test_claim.py::test_x` (the file part)."""
+    """The paths from the repository's root that backticked spans name, alone or as a word
+    of a command: `app/keys.py`, `tests/faults/`, `tests/test_claim.py::test_x` (the file
+    part), `--log-config app/uvicorn_logging.json`."""
     top = {entry.name for entry in ROOT.iterdir()}
     for match in INLINE_CODE.finditer(page.prose):
-        span = match.group(2).strip().split("::")[0]
-        if "/" in span and PATH_LIKE.match(span) and span.split("/")[0] in top:
-            yield span.rstrip("/")
+        for word in match.group(2).split():
+            span = word.split("::")[0].rstrip(".,;:)")
+            if "/" in span and PATH_LIKE.match(span) and span.split("/")[0] in top:
+                yield span.rstrip("/")
 
 
 def broken_links(page: Page) -> list[str]:

@@ -102,7 +102,10 @@ def test_make_run_starts_with_the_copied_file_as_it_is(
 ) -> None:
     root = _checkout(tmp_path)
     shutil.copy(EXAMPLE, root / ".env")
-    terminal = make_run(root)
+    # What the environment sets wins over the copied file, in every process of the stack
+    # (honcho used to put .env over it: the receiver knew no source `other`).
+    sources = "inbound,other:hmac"
+    terminal = make_run(root, WEBHOOK_SOURCES=sources)
     wait_until(lambda: "send:  " in terminal.output, 60, f"make run to start:\n{terminal.output}")
     stack = StackFile.read(root / "var" / "stack.json")
     # Its own Redis (this machine has one on 6379 that it must not use), short retries.
@@ -123,6 +126,15 @@ def test_make_run_starts_with_the_copied_file_as_it_is(
         check=False,
     )
     assert json.loads(sent.stdout)["status"] == "accepted", (sent, terminal.output)
+    other = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "webhooks"), "send", "other", "--json"],
+        cwd=root,
+        env={**clean, "WEBHOOK_SOURCES": sources},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert json.loads(other.stdout)["status"] == "accepted", (other, terminal.output)
     # Text logs: the receiver's line for it, as a person reads it (JSON would quote it).
     wait_until(
         lambda: "accepted inbound evt_copied" in terminal.output, 30, "the receiver's log line"

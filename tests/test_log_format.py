@@ -186,6 +186,14 @@ def test_lifecycle_steps_stay_at_info_in_json_without_uvicorns_coloured_copy(
     }
 
 
+def test_a_scheduler_taking_the_lock_anew_is_said_at_info_in_json(
+    library_line: Callable[..., str | None],
+) -> None:
+    """After a failover, the line that says which worker schedules retries now."""
+    line = library_line("json", "rq.scheduler", "Acquired scheduler lock for %s", "webhooks")
+    assert line is not None and json.loads(line)["level"] == "info"
+
+
 def test_lifecycle_steps_the_stack_already_says_are_left_out_on_a_terminal(
     library_line: Callable[..., str | None],
 ) -> None:

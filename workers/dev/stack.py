@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 import click
+from dotenv import dotenv_values
 
 from app.settings import ConfigError, Settings
 from app.sources import PER_SOURCE_PREFIXES
@@ -114,7 +115,10 @@ def run_stack() -> None:
 
 
 def _run(stop: Stop, terminal: bool) -> int:
-    env = dict(os.environ)
+    # .env under the environment, as the settings read them. honcho would put .env over the
+    # environment (so `WEBHOOK_SOURCES=… make run` lost to a copied .env): it gets no file.
+    dotenv = {k: v for k, v in dotenv_values(".env").items() if v is not None}
+    env = {**dotenv, **os.environ}
     # The Procfile's commands (uvicorn, webhooks) live next to this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(dev_credentials())
@@ -142,7 +146,7 @@ def _run(stop: Stop, terminal: bool) -> int:
             return 0
         # honcho, with a manager that tells a requested stop from a failure (procs.py).
         honcho = [sys.executable, "-m", "workers.dev.procs", "start", "-f", "Procfile"]
-        honcho += ["-p", str(base)]
+        honcho += ["-p", str(base), "-e", os.devnull]
         stop.honcho = subprocess.Popen(honcho, env=env, start_new_session=True)  # noqa: S603
         code = stop.wait()
         return 0 if stop.requested else code

@@ -34,10 +34,13 @@ from workers.ops.target import Target
 SECRET_PREFIXES = ("WEBHOOK_SECRET_", "WEBHOOK_VERIFY_TOKEN_")
 MASK = "********"
 NOT_SET = "(not set)"
-# user:password@ in any scheme://, and a password given as a query option (redis-py reads
-# ?password=).
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^@/?#]*)@")
-_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:password|pass|token|secret)=)[^&#]*", re.I)
+# user:password@ in any scheme://, up to the last @ before the host (as redis-py and urlparse
+# read it: a password may hold @), and a secret given as a query option (redis-py reads
+# ?password= and, for a TLS key, ?ssl_password=).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#]*)@")
+_QUERY_SECRET = re.compile(
+    r"(?P<key>[?&]\w*(?:password|passwd|pass|token|secret|key)=)[^&#]*", re.IGNORECASE
+)
 
 
 class Origin(StrEnum):
