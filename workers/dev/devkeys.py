@@ -50,11 +50,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.x509.oid import NameOID
-from dotenv import dotenv_values
 
 from app.settings import DEFAULT_FETCH_ALLOW
 from app.sources import DEFAULT_PROVIDER, env_suffix
-from workers.dev.stackfile import VAR, configured
+from workers.dev.stackfile import VAR, configured, configured_value
 from workers.signing.asymmetric_keys import (
     SIGNING_CERT_URL,
     plaid_jwk,
@@ -72,16 +71,6 @@ SERVED = frozenset({"sns", "plaid"})  # their verifiers fetch the key from the k
 DEV_TOPIC = "arn:aws:sns:us-east-1:000000000000:{source}"
 _SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _PRIVATE_PEM = re.compile(rb"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", re.DOTALL)
-
-
-def configured_value(name: str, root: Path = Path()) -> str:
-    """The value of a variable as the settings read it: the environment, then `.env`."""
-    if os.environ.get(name):
-        return os.environ[name]
-    env_file = root / ".env"
-    if env_file.is_file():
-        return dotenv_values(env_file).get(name) or ""
-    return ""
 
 
 def asymmetric_sources(root: Path = Path(), sources: str | None = None) -> dict[str, str]:

@@ -10,15 +10,13 @@ whatever the environment or `.env` sets wins. The asymmetric providers' key pair
 from __future__ import annotations
 
 import base64
-import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
 
-from dotenv import dotenv_values
-
 from app.providers.recipe_spec import SecretEncoding
 from app.sources import DEFAULT_PROVIDER, KEYLESS, env_suffix
+from workers.dev.stackfile import configured_value
 
 Maker = Callable[[], str]
 
@@ -68,13 +66,6 @@ def sources_of(value: str) -> list[tuple[str, str]]:
         if name:
             pairs.append((name, provider.strip() or DEFAULT_PROVIDER.get(name, name)))
     return pairs
-
-
-def configured_value(name: str, root: Path = Path()) -> str:
-    """A variable as the settings read it: the environment, else `.env`."""
-    env_file = root / ".env"
-    from_file = dotenv_values(env_file).get(name) if env_file.is_file() else None
-    return os.environ.get(name) or from_file or ""
 
 
 def configured_sources(root: Path = Path()) -> list[tuple[str, str]]:

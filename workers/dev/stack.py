@@ -22,7 +22,6 @@ from pathlib import Path
 from types import FrameType
 
 import click
-from dotenv import dotenv_values
 
 from app.settings import ConfigError, Settings
 from app.sources import PER_SOURCE_PREFIXES
@@ -43,6 +42,7 @@ from workers.dev.stackfile import (
     configured,
     redis_configured,
     remove_stack_file,
+    settings_env,
 )
 from workers.dev.terminal import own_foreground
 
@@ -117,8 +117,7 @@ def run_stack() -> None:
 def _run(stop: Stop, terminal: bool) -> int:
     # .env under the environment, as the settings read them. honcho would put .env over the
     # environment (so `WEBHOOK_SOURCES=… make run` lost to a copied .env): it gets no file.
-    dotenv = {k: v for k, v in dotenv_values(".env").items() if v is not None}
-    env = {**dotenv, **os.environ}
+    env = settings_env()
     # The Procfile's commands (uvicorn, webhooks) live next to this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(dev_credentials())

@@ -20,12 +20,31 @@ STACK_FILE = VAR / "stack.json"
 DEV_ENV = VAR / "dev.env"
 
 
+def _dotenv(root: Path) -> dict[str, str]:
+    env_file = root / ".env"
+    values = dotenv_values(env_file) if env_file.is_file() else {}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def settings_env(root: Path = Path()) -> dict[str, str]:
+    """The variables as the settings read them: `.env`, under the environment."""
+    return {**_dotenv(root), **os.environ}
+
+
+def configured_value(name: str, root: Path = Path()) -> str:
+    """A variable as the settings read it: the environment, else `.env` ("" when unset)."""
+    return os.environ.get(name) or _dotenv(root).get(name) or ""
+
+
 def configured(name: str, root: Path = Path()) -> bool:
     """Set in the environment, or in the `.env` file the settings read."""
-    if os.environ.get(name):
-        return True
-    env_file = root / ".env"
-    return bool(env_file.is_file() and dotenv_values(env_file).get(name))
+    return bool(configured_value(name, root))
+
+
+def checkout_root(start: Path | None = None) -> Path | None:
+    """The checkout `start` is in: the nearest directory up holding the Procfile."""
+    here = (start or Path.cwd()).resolve()
+    return next((d for d in (here, *here.parents) if (d / "Procfile").is_file()), None)
 
 
 def redis_configured(root: Path = Path()) -> str | None:

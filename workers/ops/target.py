@@ -22,6 +22,7 @@ from workers.dev.stackfile import (
     STACK_FILE,
     VAR,
     StackFile,
+    checkout_root,
     configured,
     credentials,
     find_stack,
@@ -92,12 +93,9 @@ def _relative(path: Path | None) -> str:
 def _stopped_here(start: Path | None) -> Path | None:
     """`var/redis` of the checkout `start` is in, when a stack ran here and stopped cleanly
     (it removes its stack file, not its data)."""
-    here = (start or Path.cwd()).resolve()
-    for directory in (here, *here.parents):
-        if (directory / "Procfile").is_file():
-            data = directory / VAR / "redis"
-            return data if data.is_dir() else None
-    return None
+    root = checkout_root(start)
+    data = root / VAR / "redis" if root is not None else None
+    return data if data is not None and data.is_dir() else None
 
 
 def resolve_target(start: Path | None = None) -> Target:
