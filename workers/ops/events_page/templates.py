@@ -9,6 +9,9 @@ from __future__ import annotations
 from flask import url_for
 from jinja2 import DictLoader, Environment, StrictUndefined
 
+from workers.ops.events_page.chart_template import CHART, CHART_CSS
+from workers.ops.events_page.search_template import SEARCH, SEARCH_CSS
+
 LAYOUT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -43,81 +46,8 @@ INDEX = """{% extends "layout.html" %}
  <span class="stat"><b>{{ now.scheduled }}</b> waiting for a retry</span>
  <span class="stat"><b>{{ now.dead }}</b> dead letter{{ "" if now.dead == 1 else "s" }}</span>
 </section>
-<section id="day" class="mb-4">
- <h2 class="h5">Last 24 hours, per 15 minutes (UTC)</h2>
- {% for source in chart.sources %}
- <div class="source-day">
-  <h3 class="h6">{{ source.source }}</h3>
-  <table class="day">
-  {% for row in source.rows %}
-   <tr class="series-{{ row.name }}"><th>{{ row.name }}</th><td class="total">{{ row.total }}</td>
-   <td><svg class="bars" width="{{ chart.width }}" height="{{ chart.height }}"
-    viewBox="0 0 {{ chart.width }} {{ chart.height }}" role="img"
-     aria-label="{{ row.name }} per 15 minutes, {{ row.total }} in 24 hours">
-    <line x1="0" y1="{{ chart.height - 0.5 }}" x2="{{ chart.width }}"
-     y2="{{ chart.height - 0.5 }}" stroke="#cbd5e0" stroke-width="1"/>
-    {% for bar in row.bars %}<rect x="{{ bar.x }}" y="{{ bar.y }}" width="5"
-     height="{{ bar.height }}"
-      fill="{{ row.color }}"><title>{{ bar.title }}</title></rect>{% endfor %}
-   </svg></td><td class="peak">{% if row.peak %}peak {{ row.peak }}{% endif %}</td></tr>
-  {% endfor %}
-   <tr class="axis"><th></th><td></td><td><svg width="{{ chart.width }}" height="14"
-    viewBox="0 0 {{ chart.width }} 14">
-    {% for tick in chart.ticks %}<text x="{{ tick.x }}" y="11" font-size="10"
-     fill="#4a5568">{{ tick.label }}</text>{% endfor %}
-   </svg></td><td></td></tr>
-  </table>
- </div>
- {% endfor %}
-</section>
-<section id="search">
- <h2 class="h5">Search</h2>
- <form method="get" action="{{ url_for('events.index') }}" class="form-inline mb-2">
-  <select name="source" class="form-control form-control-sm mr-1" aria-label="source">
-   <option value="">every source</option>
-   {% for name in sources %}<option value="{{ name }}"{% if form.source == name %}
-    selected{% endif %}>{{ name }}</option>{% endfor %}
-  </select>
-  <input name="id" value="{{ form.id }}" placeholder="event id"
-   class="form-control form-control-sm mr-1" aria-label="event id">
-  <input name="type" value="{{ form.type }}" placeholder="type (invoice.* for a prefix)"
-   class="form-control form-control-sm mr-1" aria-label="type">
-  <select name="status" class="form-control form-control-sm mr-1" aria-label="status">
-   <option value="">any status</option>
-   {% for name in statuses %}<option value="{{ name }}"{% if form.status == name %}
-    selected{% endif %}>{{ name }}</option>{% endfor %}
-  </select>
-  <input name="since" value="{{ form.since }}" placeholder="since (ISO 8601 UTC or unix)"
-   class="form-control form-control-sm mr-1" aria-label="since">
-  <input name="until" value="{{ form.until }}" placeholder="until"
-   class="form-control form-control-sm mr-1" aria-label="until">
-  <button type="submit" class="btn btn-sm btn-primary">Search</button>
- </form>
- <p class="ranges">Received in the last:
-  {% for label, href in ranges %}<a href="{{ href }}">{{ label }}</a>{% if not loop.last %}
-   &middot; {% endif %}{% endfor %}</p>
- {% for error in errors %}<div class="alert alert-warning py-1">{{ error }}</div>{% endfor %}
- <p id="summary">{{ summary }}</p>
- {% if rows %}
- <table id="events" class="table table-sm table-striped">
-  <thead><tr><th>received (UTC)</th><th>source</th><th>event id</th><th>type</th>
-   <th>status</th><th>tries</th><th>last error</th><th>settled (UTC)</th></tr></thead>
-  <tbody>
-  {% for r in rows %}
-   <tr><td class="time">{{ r.received }}</td><td>{{ r.source }}</td>
-    <td class="id"><a
-     href="{{ url_for('events.event', source=r.source, id=r.id) }}">{{ r.id }}</a></td>
-    <td>{{ r.type or "-" }}</td>
-    <td><span class="status status-{{ r.status }}">{{ r.status }}</span></td>
-    <td>{{ r.attempts }}</td><td class="error">{{ r.error }}</td><td
-     class="time">{{ r.settled or "-" }}</td></tr>
-  {% endfor %}
-  </tbody>
- </table>
- {% endif %}
- <p class="pager">{% if form.after %}<a href="{{ newest }}">&larr; newest</a>{% endif %}
-  {% if older %}<a id="older" href="{{ older }}">older &rarr;</a>{% endif %}</p>
-</section>
+{% include "chart.html" %}
+{% include "search.html" %}
 {% endblock %}
 """
 
@@ -209,16 +139,10 @@ EVENT = """{% extends "layout.html" %}
 {% endblock %}
 """
 
-STYLESHEET = """
+STYLESHEET = (
+    """
 .stat { margin-right: 1.5rem; }
-.source-day { margin-bottom: .75rem; }
-table.day th { font-weight: normal; width: 6rem; padding-right: .5rem; }
-table.day td.total { text-align: right; width: 4rem; padding-right: .75rem; font-variant-numeric:
- tabular-nums; }
-table.day td.peak { color: #718096; font-size: .8rem; padding-left: .5rem; }
-svg.bars { background: #f7fafc; display: block; }
-td.id, code, td.error, dd.error, td.handler { word-break: break-all; }
-td.error { max-width: 28rem; }
+code, dd.error, td.handler { word-break: break-all; }
 td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
 pre.payload, pre.traceback { background: #f7fafc; padding: .5rem; max-height: 32rem;
  overflow: auto; white-space: pre-wrap; word-break: break-all; }
@@ -229,9 +153,20 @@ pre.payload, pre.traceback { background: #f7fafc; padding: .5rem; max-height: 32
 .state-failed, .state-permanent { color: #9b2c2c; }
 .state-done { color: #22543d; }
 """
+    + CHART_CSS
+    + SEARCH_CSS
+)
 
 environment = Environment(
-    loader=DictLoader({"layout.html": LAYOUT, "index.html": INDEX, "event.html": EVENT}),
+    loader=DictLoader(
+        {
+            "layout.html": LAYOUT,
+            "index.html": INDEX,
+            "chart.html": CHART,
+            "search.html": SEARCH,
+            "event.html": EVENT,
+        }
+    ),
     autoescape=True,
     undefined=StrictUndefined,
 )
