@@ -132,7 +132,9 @@ def test_the_minutes_are_kept_two_hours_and_the_quarters_eight_days(redis: Redis
     keys, args = sample_call("webhook", "inbound", now, "zero")
     redis.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
     assert 0 < redis.ttl(minute_key("webhook", "inbound", minute_of(now))) <= 2 * 3600
-    assert 7 * 86_400 < redis.ttl(timeline_key("webhook", "inbound", interval_of(now))) <= 8 * 86_400
+    assert (
+        7 * 86_400 < redis.ttl(timeline_key("webhook", "inbound", interval_of(now))) <= 8 * 86_400
+    )
 
 
 def test_a_retried_counter_older_than_this_version_is_noted_not_poured(redis: Redis) -> None:

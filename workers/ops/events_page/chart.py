@@ -1,4 +1,6 @@
-"""The day as inline SVG, drawn on the server: one row of bars per count and source.
+"""The counts as inline SVG, drawn on the server: per source, two aligned panels of stacked
+bars, "received" (accepted, duplicate, rejected) over "worked" (done, retried, dead), on one
+y scale so that every bar of a source compares with every other.
 
 No script and no external file: geometry is computed here and the template writes plain
 `<rect>`s with presentation attributes (which a CSP without inline styles allows) and a
@@ -7,85 +9,230 @@ No script and no external file: geometry is computed here and the template write
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from app.timeline import INTERVAL
-from workers.ops.events_page.picture import Day, Series
+from workers.ops.events_page.picture import SourceCounts, Span, Timeline
 
-STEP = 6  # pixels per interval
-BAR = 5
-HEIGHT = 28
+PLOT = 720  # pixels for the bars, whatever their number
+LEFT = 52  # the y axis' labels
+RIGHT = 14
+PANEL = 80  # each panel's height
+TOP = 22  # the first panel's name above it
+GAP = 30  # the second panel's name between the two
+AXIS = 24  # the x axis' labels
+WIDTH = LEFT + PLOT + RIGHT
+HEIGHT = TOP + PANEL + GAP + PANEL + AXIS
+INK = "#1a202c"
+GRID = "#cbd5e0"
 COLORS = {
     "accepted": "#2b6cb0",
-    "duplicate": "#718096",
+    "duplicate": "#90cdf4",
     "rejected": "#c05621",
     "done": "#2f855a",
+    "retried": "#805ad5",
     "dead": "#c53030",
 }
+LABELS = {"dead": "dead-lettered"}
+# The two panels: their series, stacked bottom up.
+PANELS = (
+    ("received", ("accepted", "duplicate", "rejected")),
+    ("worked", ("done", "retried", "dead")),
+)
+# What each range is called, and one bar's length.
+RANGES = {
+    Span.HOUR: ("Last hour", "per minute"),
+    Span.DAY: ("Last 24 hours", "per 15 minutes"),
+    Span.WEEK: ("Last 7 days", "per hour"),
+}
+CHOICES = ("auto", *(str(span) for span in Span))
+
+
+def chosen(value: str | None) -> Span | None:
+    """The `range` query parameter: hour, day or week; anything else is auto (None)."""
+    return Span(value) if value in set(Span) else None
+
+
+def label(name: str) -> str:
+    return LABELS.get(name, name)
 
 
 @dataclass(frozen=True, slots=True)
 class Bar:
-    x: int
-    y: int
-    height: int
+    x: float
+    y: float
+    width: float
+    height: float
+    color: str
     title: str
 
 
 @dataclass(frozen=True, slots=True)
-class Row:
+class Gridline:
+    y: float
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Panel:
     name: str
-    total: int
-    peak: int
-    color: str
+    top: int
     bars: tuple[Bar, ...]
+    gridlines: tuple[Gridline, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A legend line: the series' colour, name and total in the range."""
+
+    name: str
+    label: str
+    color: str
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    x: int
+    x: float
     label: str
 
 
 @dataclass(frozen=True, slots=True)
 class SourceChart:
     source: str
-    rows: tuple[Row, ...]
+    title: str
+    desc: str  # what a screen reader says: every series' total in the range
+    total: int
+    panels: tuple[Panel, ...]
+    legend: tuple[tuple[str, tuple[Entry, ...]], ...]  # per panel
 
 
 @dataclass(frozen=True, slots=True)
 class Chart:
+    span: Span
+    auto: bool
+    heading: str
     width: int
     height: int
+    left: int  # where the plot starts (the y axis' labels end right of it)
+    right: int  # where it ends
+    axis_y: int  # the x axis' labels' baseline
     ticks: tuple[Tick, ...]
     sources: tuple[SourceChart, ...]
 
+    def links(self, url_of: Callable[[str], str]) -> list[RangeLink]:
+        """The range choices, the one shown marked; `auto` says which it chose."""
+        return [
+            RangeLink(
+                f"auto ({self.span})" if choice == "auto" and self.auto else choice,
+                url_of(choice),
+                (choice == "auto") if self.auto else (choice == str(self.span)),
+            )
+            for choice in CHOICES
+        ]
 
-def _clock(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%H:%M")
+
+@dataclass(frozen=True, slots=True)
+class RangeLink:
+    label: str
+    url: str
+    current: bool
 
 
-def _row(series: Series, starts: tuple[int, ...]) -> Row:
-    peak = series.peak
+def scale(peak: int) -> tuple[int, int]:
+    """The y axis' top and gridline step: 1, 2 or 5 times a power of ten, at most four lines
+    above zero, the top at or above the peak."""
+    unit = 1
+    while True:
+        for step in (unit, 2 * unit, 5 * unit):
+            if peak <= 4 * step:
+                return max(1, -(-peak // step)) * step, step
+        unit *= 10
+
+
+def _clock(timestamp: int, span: Span) -> str:
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.strftime("%a %d %b %H:%M" if span is Span.WEEK else "%H:%M")
+
+
+def _ticks(timeline: Timeline, step: float) -> tuple[Tick, ...]:
+    every, form = {
+        Span.HOUR: (600, "%H:%M"),
+        Span.DAY: (3 * 3600, "%H:%M"),
+        Span.WEEK: (86_400, "%a %d"),
+    }[timeline.window.span]
+    return tuple(
+        Tick(round(LEFT + i * step, 2), datetime.fromtimestamp(start, UTC).strftime(form))
+        for i, start in enumerate(timeline.starts)
+        if start % every == 0
+    )
+
+
+def _panel(
+    name: str,
+    series: list[tuple[str, tuple[int, ...]]],
+    top: int,
+    axis: tuple[int, int],
+    timeline: Timeline,
+) -> Panel:
+    ceiling, every = axis
+    step = PLOT / len(timeline.starts)
+    width = round(max(1.0, step * 0.8), 2)
+    bottom = top + PANEL
     bars = []
-    for i, (start, count) in enumerate(zip(starts, series.counts, strict=True)):
-        if count <= 0:
-            continue
-        height = max(1, round(count / peak * HEIGHT))
-        window = f"{_clock(start)} to {_clock(start + INTERVAL)} UTC"
-        bars.append(Bar(i * STEP, HEIGHT - height, height, f"{window}: {count} {series.name}"))
-    return Row(series.name, series.total, peak, COLORS.get(series.name, "#4a5568"), tuple(bars))
+    span = timeline.window.span
+    for i, start in enumerate(timeline.starts):
+        window = f"{_clock(start, span)} to {_clock(start + timeline.window.step, Span.HOUR)} UTC"
+        stacked = 0.0
+        for series_name, counts in series:
+            count = counts[i]
+            if count <= 0:
+                continue
+            height = max(1.0, count / ceiling * PANEL)
+            x = round(LEFT + i * step + (step - width) / 2, 2)
+            y = round(bottom - stacked - height, 2)
+            title = f"{window}: {count} {label(series_name)}"
+            bars.append(Bar(x, y, width, round(height, 2), COLORS[series_name], title))
+            stacked += height
+    lines = tuple(
+        Gridline(round(bottom - value / ceiling * PANEL, 2), str(value))
+        for value in range(0, ceiling + 1, every)
+    )
+    return Panel(name, top, tuple(bars), lines)
 
 
-def draw(day: Day) -> Chart:
-    ticks = tuple(
-        Tick(i * STEP, _clock(start))
-        for i, start in enumerate(day.starts)
-        if start % (3 * 3600) == 0
+def _source(counts: SourceCounts, timeline: Timeline, range_text: str) -> SourceChart:
+    panels = [(name, [(s, counts.of(s).counts) for s in names]) for name, names in PANELS]
+    # The scale's peak: the highest stack of either panel.
+    stacks = (zip(*(c for _, c in series), strict=True) for _, series in panels)
+    peak = max((sum(column) for stack in stacks for column in stack), default=0)
+    axis = scale(peak)
+    tops = (TOP, TOP + PANEL + GAP)
+    drawn = tuple(
+        _panel(name, series, top, axis, timeline)
+        for (name, series), top in zip(panels, tops, strict=True)
     )
-    sources = tuple(
-        SourceChart(source.source, tuple(_row(s, day.starts) for s in source.series))
-        for source in day.sources
+    legend = tuple(
+        (name, tuple(Entry(s, label(s), COLORS[s], counts.of(s).total) for s in names))
+        for name, names in PANELS
     )
-    return Chart(len(day.starts) * STEP, HEIGHT, ticks, sources)
+    said = "; ".join(
+        f"{name}: " + ", ".join(f"{e.total} {e.label}" for e in entries) for name, entries in legend
+    )
+    title = f"{counts.source}: events {range_text} (UTC)"
+    total = sum(s.total for s in counts.series)
+    return SourceChart(counts.source, title, f"{said}.", total, drawn, legend)
+
+
+def draw(timeline: Timeline) -> Chart:
+    span = timeline.window.span
+    name, grain = RANGES[span]
+    to = _clock(int(timeline.now), Span.HOUR)
+    range_text = f"{grain}, {name.lower()} to {to}"
+    sources = tuple(_source(counts, timeline, range_text) for counts in timeline.sources)
+    heading = f"{name}, {grain} (UTC, to {to})"
+    ticks = _ticks(timeline, PLOT / len(timeline.starts))
+    return Chart(
+        span, timeline.auto, heading, WIDTH, HEIGHT, LEFT, LEFT + PLOT, HEIGHT - 6, ticks, sources
+    )
