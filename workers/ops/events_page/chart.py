@@ -3,8 +3,9 @@ bars, "received" (accepted, duplicate, rejected) over "worked" (done, retried, d
 y scale so that every bar of a source compares with every other.
 
 No script and no external file: geometry is computed here and the template writes plain
-`<rect>`s with presentation attributes (which a CSP without inline styles allows) and a
-`<title>` each, so hovering a bar tells its interval and count.
+`<rect>`s with presentation attributes (which a CSP without inline styles allows). Each
+stacked bar is a `<g>` with one `<title>`, so hovering any part of it tells its interval and
+every count in it (one title per bar, not per part: the week's page stays small).
 """
 
 from __future__ import annotations
@@ -59,13 +60,21 @@ def label(name: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Bar:
-    x: float
+class Part:
+    """One series' part of a stacked bar."""
+
+    name: str
     y: float
-    width: float
     height: float
     color: str
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    x: float
+    width: float
     title: str
+    parts: tuple[Part, ...]  # bottom up
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,32 +178,42 @@ def _ticks(timeline: Timeline, step: float) -> tuple[Tick, ...]:
     )
 
 
+def _windows(timeline: Timeline) -> list[str]:
+    """Each bar's interval as its title says it."""
+    span, step = timeline.window.span, timeline.window.step
+    return [
+        f"{_clock(start, span)} to {_clock(start + step, Span.HOUR)} UTC"
+        for start in timeline.starts
+    ]
+
+
 def _panel(
     name: str,
     series: list[tuple[str, tuple[int, ...]]],
     top: int,
     axis: tuple[int, int],
-    timeline: Timeline,
+    windows: list[str],
 ) -> Panel:
     ceiling, every = axis
-    step = PLOT / len(timeline.starts)
-    width = round(max(1.0, step * 0.8), 2)
+    step = PLOT / len(windows)
+    width = round(max(1.0, step * 0.8), 1)
     bottom = top + PANEL
     bars = []
-    span = timeline.window.span
-    for i, start in enumerate(timeline.starts):
-        window = f"{_clock(start, span)} to {_clock(start + timeline.window.step, Span.HOUR)} UTC"
+    for i, window in enumerate(windows):
         stacked = 0.0
+        parts, said = [], []
         for series_name, counts in series:
             count = counts[i]
             if count <= 0:
                 continue
             height = max(1.0, count / ceiling * PANEL)
-            x = round(LEFT + i * step + (step - width) / 2, 2)
-            y = round(bottom - stacked - height, 2)
-            title = f"{window}: {count} {label(series_name)}"
-            bars.append(Bar(x, y, width, round(height, 2), COLORS[series_name], title))
+            y = round(bottom - stacked - height, 1)
+            parts.append(Part(series_name, y, round(height, 1), COLORS[series_name]))
+            said.append(f"{count} {label(series_name)}")
             stacked += height
+        if parts:
+            x = round(LEFT + i * step + (step - width) / 2, 1)
+            bars.append(Bar(x, width, f"{window}: {', '.join(said)}", tuple(parts)))
     lines = tuple(
         Gridline(round(bottom - value / ceiling * PANEL, 2), str(value))
         for value in range(0, ceiling + 1, every)
@@ -202,7 +221,7 @@ def _panel(
     return Panel(name, top, tuple(bars), lines)
 
 
-def _source(counts: SourceCounts, timeline: Timeline, range_text: str) -> SourceChart:
+def _source(counts: SourceCounts, windows: list[str], range_text: str) -> SourceChart:
     panels = [(name, [(s, counts.of(s).counts) for s in names]) for name, names in PANELS]
     # The scale's peak: the highest stack of either panel.
     stacks = (zip(*(c for _, c in series), strict=True) for _, series in panels)
@@ -210,7 +229,7 @@ def _source(counts: SourceCounts, timeline: Timeline, range_text: str) -> Source
     axis = scale(peak)
     tops = (TOP, TOP + PANEL + GAP)
     drawn = tuple(
-        _panel(name, series, top, axis, timeline)
+        _panel(name, series, top, axis, windows)
         for (name, series), top in zip(panels, tops, strict=True)
     )
     legend = tuple(
@@ -230,7 +249,8 @@ def draw(timeline: Timeline) -> Chart:
     name, grain = RANGES[span]
     to = _clock(int(timeline.now), Span.HOUR)
     range_text = f"{grain}, {name.lower()} to {to}"
-    sources = tuple(_source(counts, timeline, range_text) for counts in timeline.sources)
+    windows = _windows(timeline)
+    sources = tuple(_source(counts, windows, range_text) for counts in timeline.sources)
     heading = f"{name}, {grain} (UTC, to {to})"
     ticks = _ticks(timeline, PLOT / len(timeline.starts))
     return Chart(

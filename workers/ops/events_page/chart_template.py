@@ -3,7 +3,7 @@
 Inline SVG drawn from `chart.py`'s geometry, with no script (the page's CSP forbids any, and
 inline styles too: colours are presentation attributes in the SVG and classes here). Each
 source's SVG is an image to a screen reader, named by its <title> and summed up (every
-series' total) by its <desc>; each bar has a <title> that hovering shows.
+series' total) by its <desc>; each stacked bar has a <title> that hovering shows.
 """
 
 from workers.ops.events_page.chart import COLORS, GRID, INK
@@ -36,8 +36,9 @@ CHART = """<section id="day" class="mb-4">
     y1="{{ line.y }}" y2="{{ line.y }}" stroke="@GRID@" stroke-width="1"/><text
     x="{{ chart.left - 6 }}" y="{{ line.y + 4 }}" text-anchor="end" font-size="12"
     fill="@INK@">{{ line.label }}</text>{% endfor %}
-   {% for bar in panel.bars %}<rect x="{{ bar.x }}" y="{{ bar.y }}" width="{{ bar.width }}"
-    height="{{ bar.height }}" fill="{{ bar.color }}"><title>{{ bar.title }}</title></rect>
+   {% for bar in panel.bars %}<g><title>{{ bar.title }}</title>{% for part in bar.parts
+    %}<rect x="{{ bar.x }}" y="{{ part.y }}" width="{{ bar.width }}" height="{{ part.height
+    }}" fill="{{ part.color }}"/>{% endfor %}</g>
    {% endfor %}{% endfor %}
    {% for tick in chart.ticks %}<text x="{{ tick.x }}" y="{{ chart.axis_y }}"
     text-anchor="middle" font-size="12" fill="@INK@">{{ tick.label }}</text>{% endfor %}
