@@ -3,10 +3,12 @@
 Counts come from `app/timeline.py`: the hour from the 1-minute counters (60 bars), the day
 from the 15-minute counters (96 bars), the week from the same 15-minute counters summed by
 the hour in Redis (168 bars, so the reply stays small). Read in one round trip whatever the
-volume (a transaction: the workers' outcomes are sampled first, so the page is current to
-the second for done, retried and dead even between the receivers' flushes, and every range
-is read from one state). With no range asked for (`auto`), all three are read and the
-smallest that holds every count of the week is shown.
+volume. The workers' outcomes are sampled first, so the page is current to the second for
+done, retried and dead even between the receivers' flushes. With no range asked for
+(`auto`), all three are read and the smallest that holds every count of the week is shown.
+Not a transaction, which would hold Redis (and every receiver) for the whole read: the hour
+is read first, so a flush landing between the reads only adds to the larger ranges, and at
+worst that view shows a larger range than it needs, never one that leaves counts out.
 """
 
 from __future__ import annotations
@@ -139,9 +141,9 @@ def read_timeline(
     connection: Redis, prefix: str, sources: list[str], now: float, span: Span | None
 ) -> Timeline:
     """The counts of `span` (None: the one that fits, see `fitting`)."""
-    spans = [span] if span is not None else list(Span)
+    spans = [span] if span is not None else [Span.HOUR, Span.DAY, Span.WEEK]
     starts = {s: WINDOWS[s].starts(now) for s in spans}
-    with connection.pipeline(transaction=True) as pipe:
+    with connection.pipeline(transaction=False) as pipe:
         for source in sources:
             # `skip`: only a receiver, which knows whether the counters are new, starts them.
             keys, args = sample_call(prefix, source, now, "skip")
