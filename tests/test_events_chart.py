@@ -129,7 +129,7 @@ def test_the_legend_totals_equal_the_counters_in_every_range(counted: Site) -> N
 def test_each_bar_says_its_minute_and_every_count_in_it(counted: Site) -> None:
     # One flush took them all: they are in one minute.
     titles = re.findall(
-        r"<g><title>(\d\d:\d\d to \d\d:\d\d UTC): ([^<]*)</title>", counted.get("/events")
+        r"<title>(\d\d:\d\d to \d\d:\d\d UTC): ([^<]*)</title>", counted.get("/events")
     )
     assert [said for _, said in titles] == [
         "4 accepted, 1 duplicate, 1 rejected",

@@ -3,12 +3,13 @@
 Inline SVG drawn from `chart.py`'s geometry, with no script (the page's CSP forbids any, and
 inline styles too: colours are presentation attributes in the SVG and classes here). Each
 source's SVG is an image to a screen reader, named by its <title> and summed up (every
-series' total) by its <desc>; each stacked bar has a <title> that hovering shows.
+series' total) by its <desc>; each bar has a <title> that hovering shows.
 """
 
-from workers.ops.events_page.chart import COLORS, GRID, INK
+from workers.ops.events_page.chart import COLORS, GRID, INK, PANEL
 
-CHART = """<section id="day" class="mb-4">
+CHART = (
+    """<section id="day" class="mb-4">
  <h2 class="h5">{{ chart.heading }}</h2>
  <nav class="ranges" aria-label="Chart range">Range:
  {% for link in chart_links %}<a href="{{ link.url }}"
@@ -36,10 +37,12 @@ CHART = """<section id="day" class="mb-4">
     y1="{{ line.y }}" y2="{{ line.y }}" stroke="@GRID@" stroke-width="1"/><text
     x="{{ chart.left - 6 }}" y="{{ line.y + 4 }}" text-anchor="end" font-size="12"
     fill="@INK@">{{ line.label }}</text>{% endfor %}
-   {% for bar in panel.bars %}<g><title>{{ bar.title }}</title>{% for part in bar.parts
-    %}<rect x="{{ bar.x }}" y="{{ part.y }}" width="{{ bar.width }}" height="{{ part.height
-    }}" fill="{{ part.color }}"/>{% endfor %}</g>
-   {% endfor %}{% endfor %}
+   {% for path in panel.paths %}<path fill="{{ path.color }}" transform="scale(.1)"
+    d="{{ path.d }}"/>
+   {% endfor %}{% for bar in panel.bars %}<rect x="{{ bar.x }}" y="{{ panel.top }}"
+    width="{{ bar.width }}" height="@PANEL@" fill-opacity="0"><title>{{ bar.title
+    }}</title></rect>{% endfor %}
+   {% endfor %}
    {% for tick in chart.ticks %}<text x="{{ tick.x }}" y="{{ chart.axis_y }}"
     text-anchor="middle" font-size="12" fill="@INK@">{{ tick.label }}</text>{% endfor %}
    {% if not source.total %}<text x="{{ (chart.left + chart.right) / 2 }}" y="60"
@@ -57,7 +60,10 @@ CHART = """<section id="day" class="mb-4">
  </div>
  {% endfor %}
 </section>
-""".replace("@INK@", INK).replace("@GRID@", GRID)
+""".replace("@INK@", INK)
+    .replace("@GRID@", GRID)
+    .replace("@PANEL@", str(PANEL))
+)
 
 CHART_CSS = """
 .ranges a { margin: 0 .35rem; }
