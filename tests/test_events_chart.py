@@ -28,7 +28,8 @@ from app.timeline import (
     timeline_key,
 )
 from tests.events_site import Site, make_site, site
-from workers.ops.events_page.chart import PANEL, Chart, chosen, draw, scale
+from workers.ops.events_page.chart import PANEL, Chart, draw, scale
+from workers.ops.events_page.chart_range import chosen
 from workers.ops.events_page.chart_template import CHART
 from workers.ops.events_page.picture import (
     WINDOWS,

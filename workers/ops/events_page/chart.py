@@ -12,10 +12,10 @@ the week's page small and quick to render.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from workers.ops.events_page.chart_range import RANGES
 from workers.ops.events_page.picture import SourceCounts, Span, Timeline
 
 PLOT = 720  # pixels for the bars, whatever their number
@@ -43,18 +43,6 @@ PANELS = (
     ("received", ("accepted", "duplicate", "rejected")),
     ("worked", ("done", "retried", "dead")),
 )
-# What each range is called, and one bar's length.
-RANGES = {
-    Span.HOUR: ("Last hour", "per minute"),
-    Span.DAY: ("Last 24 hours", "per 15 minutes"),
-    Span.WEEK: ("Last 7 days", "per hour"),
-}
-CHOICES = ("auto", *(str(span) for span in Span))
-
-
-def chosen(value: str | None) -> Span | None:
-    """The `range` query parameter: hour, day or week; anything else is auto (None)."""
-    return Span(value) if value in set(Span) else None
 
 
 def label(name: str) -> str:
@@ -142,24 +130,6 @@ class Chart:
     axis_y: int  # the x axis' labels' baseline
     ticks: tuple[Tick, ...]
     sources: tuple[SourceChart, ...]
-
-    def links(self, url_of: Callable[[str], str]) -> list[RangeLink]:
-        """The range choices, the one shown marked; `auto` says which it chose."""
-        return [
-            RangeLink(
-                f"auto ({self.span})" if choice == "auto" and self.auto else choice,
-                url_of(choice),
-                (choice == "auto") if self.auto else (choice == str(self.span)),
-            )
-            for choice in CHOICES
-        ]
-
-
-@dataclass(frozen=True, slots=True)
-class RangeLink:
-    label: str
-    url: str
-    current: bool
 
 
 def scale(peak: int) -> tuple[int, int]:
