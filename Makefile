@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test lint format typecheck bench clean
+.PHONY: install install-test run test lint format typecheck bench screenshots clean
 
 # One line per install step; pip's own output (and the build backend's warnings) goes to
 # .venv/pip.log, printed only when the step fails.
@@ -39,12 +39,12 @@ run: install
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
 
 lint: install-test
-	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench
-	$(BIN)/ruff format --check app workers pytest_webhook_receiver tests examples bench
+	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench docs/screenshots
+	$(BIN)/ruff format --check app workers pytest_webhook_receiver tests examples bench docs/screenshots
 
 format: install-test
-	$(BIN)/ruff check --fix app workers pytest_webhook_receiver tests examples bench
-	$(BIN)/ruff format app workers pytest_webhook_receiver tests examples bench
+	$(BIN)/ruff check --fix app workers pytest_webhook_receiver tests examples bench docs/screenshots
+	$(BIN)/ruff format app workers pytest_webhook_receiver tests examples bench docs/screenshots
 
 typecheck: install-test
 	$(BIN)/mypy
@@ -55,6 +55,10 @@ test: install-test lint typecheck
 # Not part of `make test`: about 10 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test
 	$(PY) bench/run.py --json bench/results/latest.json
+
+# The docs' screenshots of the Events page, from a real stack (needs chromium and its driver).
+screenshots: install-test
+	$(PY) docs/screenshots/take.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,11 +1,14 @@
-"""rq-dashboard's own pages, as the dashboard serves them: readable metadata, the Events link."""
+"""rq-dashboard's own pages, as the dashboard serves them: readable metadata, the Events link,
+the failed list of the webhook queue labelled as its dead letters."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from html import unescape
 
 import pytest
+from flask.testing import FlaskClient
 
 from app.keys import job_id_for
 from app.settings import Settings
@@ -84,6 +87,48 @@ def test_a_jobs_metadata_says_where_each_handler_stands_and_how_its_last_turn_en
     assert lines["handlers"] == f"{ok}: done; {failing}: failed"
     # The second attempt ran only the handler that had not succeeded.
     assert lines["last attempt"] == f"{failing}: failed (RuntimeError: SMTP 451 on attempt 2)"
+
+
+def _jobs_page(client: FlaskClient, queue: str, registry: str) -> str:
+    """rq-dashboard's jobs page for one registry of one queue, as its navigation opens it."""
+    response = client.get(f"/0/view/jobs/{queue}/{registry}/8/asc/1", auth=AUTH)
+    assert response.status_code == 200
+    return response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("retries", [5, 1, 0])
+def test_the_webhook_queues_failed_list_says_it_holds_dead_letters(
+    make_settings: Callable[..., Settings], retries: int
+) -> None:
+    client = create_dashboard(make_settings(webhook_max_retries=retries)).test_client()
+    page = _jobs_page(client, "webhooks", "failed")
+    assert '<h1 id="dead-letters">Dead letters</h1>' in page
+    intro = re.search(r'<span id="dead-letters-intro">(.*?)</span>', page, re.S)
+    assert intro is not None
+    text = unescape(re.sub(r"<[^>]+>", "", intro.group(1)))
+    budget = {
+        5: "its first attempt and 5 retries (WEBHOOK_MAX_RETRIES)",
+        1: "its first attempt and 1 retry (WEBHOOK_MAX_RETRIES)",
+        0: "its one attempt (WEBHOOK_MAX_RETRIES is 0)",
+    }[retries]
+    assert text.startswith(
+        f"The events of queue webhooks whose retry budget is spent: each failed {budget}, "
+        "or raised PermanentError."
+    )
+    assert "webhooks dead list" in text and "webhooks dead requeue" in text
+    assert '<a href="/events?status=dead">Events page</a>' in intro.group(1)
+    assert "This list below contains all the queued jobs" not in page
+
+
+@pytest.mark.parametrize(("queue", "registry"), [("webhooks", "queued"), ("other", "failed")])
+def test_other_lists_keep_rq_dashboards_own_sentence(
+    make_settings: Callable[..., Settings], queue: str, registry: str
+) -> None:
+    page = _jobs_page(create_dashboard(make_settings()).test_client(), queue, registry)
+    assert "dead-letters" not in page and "Dead letters" not in page
+    assert (
+        f"This list below contains all the queued jobs on queue <strong>{queue}</strong>." in page
+    )
 
 
 @pytest.mark.parametrize(

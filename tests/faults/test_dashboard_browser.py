@@ -161,6 +161,8 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     # From the dashboard's own page, the same action works.
     driver.get(f"{dashboard.url}/0/view/jobs/webhooks/failed/8/asc/1")
     wait_until(lambda: "onerror" in page_text(driver), 20, "failed")
+    # The list says what it holds (an edit of rq-dashboard's jobs.html).
+    assert "Dead letters" in page_text(driver) and "retry budget is spent" in page_text(driver)
     driver.find_element("css selector", "[data-role=requeue-job-btn]").click()
     wait_until(lambda: redis.zscore("rq:failed:webhooks", dead) is None, 20, "the requeue")
     assert '"action": "requeue"' in dashboard.output()

@@ -141,3 +141,47 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     wait_until(lambda: '"action": "events.requeue"' in dashboard.output(), 10, "its log line")
     assert '"outcome": "requeued"' in dashboard.output()
     assert '"all_handlers": false' in dashboard.output()
+    # Queued again, the page reloads itself until the event settles (dead again: its
+    # handler still fails), whichever state it was in when it opened.
+    wait_until(lambda: status_shown(driver) == "dead", 40, "the page reaching dead by itself")
+
+
+def status_shown(driver: object) -> str:
+    """The event page's status; "" while a reload replaces the page."""
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return str(driver.find_element("css selector", "#record .status").text)  # type: ignore[attr-defined]
+    except WebDriverException:
+        return ""
+
+
+@pytest.mark.timeout(120)
+def test_the_events_page_switches_autorefresh_on_and_reloads_itself_in_a_browser(
+    browser: object, redis_server: RedisServer, make_stack: Callable[..., Stack]
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    dashboard = start_site(make_stack, redis_server.url).dashboard
+    log_in(driver)
+    driver.get(dashboard.url + "/events?source=inbound")
+    wait_until(lambda: "Autorefresh" in page_text(driver), 20, "the Events page")
+    driver.find_element(By.ID, "autorefresh-switch").click()
+    wait_until(lambda: "refresh=on" in driver.current_url, 20, "the switch's link")
+    assert "source=inbound" in driver.current_url
+    # A mark on this page's window: gone once the meta refresh has loaded it anew.
+    driver.execute_script("window.__mark = 1")
+    wait_until(lambda: _unmarked(driver), 30, "the page's reload")
+    assert_nothing_ran(driver, "after the reload")
+    assert driver.find_element(By.ID, "autorefresh-switch").get_attribute("aria-checked") == "true"
+
+
+def _unmarked(driver: object) -> bool:
+    from selenium.common.exceptions import WebDriverException
+
+    try:
+        return driver.execute_script("return window.__mark") is None  # type: ignore[attr-defined]
+    except WebDriverException:
+        return False

@@ -7,8 +7,9 @@ What differs from `rq-dashboard` run bare:
   (`login_brake.py`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
   jobs that have not run cannot be deleted (`dashboard_guard.py`);
-- a job's metadata reads as lines, times in ISO 8601, and the navigation has an Events page
-  (`dashboard_pages.py`, `events_page/`), behind the same login and guard;
+- a job's metadata reads as lines, times in ISO 8601, the webhook queue's failed list says
+  it holds dead letters, and the navigation has an Events page (`dashboard_pages.py`,
+  `events_page/`), behind the same login and guard;
 - its Redis is the one every process uses (`app/connection.py`: Sentinel's primary too, TLS,
   ACL users), kept for the process: rq-dashboard would build a client from its URL
   setting on every page, with a parser of its own; an unreachable Redis is a 503 page of
@@ -31,7 +32,7 @@ from app.logs import configure_logging, logger
 from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
-from workers.ops.dashboard_pages import edit_template, readable_job_info
+from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page import events_blueprint
 from workers.ops.login_brake import LoginBrake, client_key, log_failure, retry_after, shown_user
@@ -81,6 +82,7 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
     escaped = TransformingLoader(app.jinja_env.loader, escape_rq_dashboard)  # type: ignore[arg-type]
     app.jinja_env.loader = TransformingLoader(escaped, edit_template)
     readable_job_info(app)
+    label_dead_letters(app, settings.webhook_queue, settings.webhook_max_retries)
 
     def connection() -> Redis:
         # rq-dashboard's pages read it from the app object (`use_connection`).

@@ -7,6 +7,8 @@
   The page inserts it as text (`dashboard_guard.escape_rq_dashboard`): errors quote
   provider-controlled payloads.
 - The navigation bar gets an *Events* entry (`workers/ops/events_page`).
+- The webhook queue's failed list says what it holds: dead letters, events whose retry
+  budget is spent (or that raised PermanentError), with where to read and requeue them.
 The template edits are exact: an rq-dashboard upgrade that moves their anchors fails
 loudly (`TemplateEditMissing`), and a test loads every edited template.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, Response, jsonify
@@ -31,12 +34,55 @@ TEMPLATE_EDITS: tuple[tuple[str, str, str], ...] = (
         r'<strong>Metadata</strong>:</p><pre class="metadata">\1</pre>',
     ),
     (
+        "rq_dashboard/jobs.html",
+        r'(\n\s*<p class="intro">)',
+        "\n{% if dead_letters.shown(queue.name, registry_name) %}"
+        '<h1 id="dead-letters">Dead letters</h1>{% endif %}\\1',
+    ),
+    (
+        "rq_dashboard/jobs.html",
+        r"(This list below contains all the queued jobs on queue "
+        r"<strong>\{\{ queue\.name \}\}</strong>\.)</p>",
+        "{% if dead_letters.shown(queue.name, registry_name) %}"
+        '<span id="dead-letters-intro">The events of queue <strong>{{ queue.name }}</strong> '
+        "whose retry budget is spent: each failed {{ dead_letters.budget }}, or raised "
+        "PermanentError. RQ keeps them a year. Read them on the "
+        "<a href=\"{{ url_for('events.index', status='dead') }}\">Events page</a> "
+        "or with <code>webhooks dead list</code>; requeued (from an event's page, "
+        "Requeue All or <code>webhooks dead requeue</code>), each gets its full budget "
+        "again.</span>{% else %}\\1{% endif %}</p>",
+    ),
+    (
         "rq_dashboard/navbar.html",
         r"(>Workers</a>\s*</li>)",
         '\\1\n<li class="nav-item"><a href="{{ url_for(\'events.index\') }}" '
         'class="nav-link">Events</a></li>',
     ),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterList:
+    """What the jobs page's edit needs to label the webhook queue's failed list."""
+
+    queue: str
+    max_retries: int
+
+    def shown(self, queue: str, registry: str) -> bool:
+        return registry == "failed" and queue == self.queue
+
+    @property
+    def budget(self) -> str:
+        if self.max_retries == 0:
+            return "its one attempt (WEBHOOK_MAX_RETRIES is 0)"
+        retries = "retry" if self.max_retries == 1 else "retries"
+        return f"its first attempt and {self.max_retries} {retries} (WEBHOOK_MAX_RETRIES)"
+
+
+def label_dead_letters(app: Flask, queue: str, max_retries: int) -> None:
+    """rq-dashboard's pages get `dead_letters` (the jobs page's edit reads it)."""
+    shown = DeadLetterList(queue, max_retries)
+    app.context_processor(lambda: {"dead_letters": shown})
 
 
 class TemplateEditMissing(RuntimeError):

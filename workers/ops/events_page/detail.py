@@ -17,7 +17,8 @@ from redis import Redis
 from rq.exceptions import DeserializationError, NoSuchJobError
 from rq.job import Job
 
-from app.jobstate import EventCall, PayloadFormat
+from app.formats import iso
+from app.jobstate import PENDING, EventCall, PayloadFormat
 from workers.ops.events_page.attempts import (
     RqAttempt,
     TurnRow,
@@ -52,6 +53,7 @@ class EventDetail:
     note: str | None = None  # which attempts the list leaves out
     traceback: TracebackParts | None = None  # the user's frames first, when stored so
     dead_letter: bool = False
+    enqueued_at: float | None = None  # when RQ last put the job on the queue
 
     @property
     def handlers(self) -> list[tuple[str, str]]:
@@ -110,4 +112,17 @@ def load_detail(connection: Redis, record: LedgerRecord, failed_key: str) -> Eve
         note=note,
         traceback=split_traceback(traceback) if traceback else None,
         dead_letter=dead,
+        enqueued_at=job.enqueued_at.timestamp() if job.enqueued_at else None,
     )
+
+
+def settled_text(record: LedgerRecord, queued_at: float | None) -> str:
+    """The page's *settled*: when it settled, or that it has not. A requeue or a replay
+    sets the record's status back to queued and leaves `settled_at` as the last run
+    wrote it: shown as settled, that time would say the new run is over."""
+    if record.status not in PENDING:
+        return iso(record.settled_at) or "-"
+    if record.settled_at is None:
+        return "- (not yet)"
+    when = f" at {iso(queued_at)}" if queued_at is not None else ""
+    return f"- (queued again{when}; not settled yet)"

@@ -1,7 +1,9 @@
 """The Events page's templates and stylesheet, kept in Python so they ship with the package.
 
 Jinja autoescapes every value; nothing here marks data safe. There is no script at all,
-so the page's Content-Security-Policy can forbid scripts outright.
+so the page's Content-Security-Policy can forbid scripts outright. The layout is
+rq-dashboard's: its navbar's markup, its stylesheet, its `container` and `section` card,
+so the page reads as one of its own; what differs without script is in `layout.py`.
 """
 
 from __future__ import annotations
@@ -10,36 +12,67 @@ from flask import url_for
 from jinja2 import DictLoader, Environment, StrictUndefined
 
 from workers.ops.events_page.chart_template import CHART, CHART_CSS
+from workers.ops.events_page.layout import page_layout
 from workers.ops.events_page.search_template import SEARCH, SEARCH_CSS
 
 LAYOUT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{% block title %}Events{% endblock %} - webhooks dashboard</title>
+<meta name="viewport" content="initial-scale=1.0">
+{% if layout.autorefresh.on %}<meta http-equiv="refresh" content="{{ layout.autorefresh.seconds }}">
+{% endif %}<title>{% block title %}Events{% endblock %} - RQ dashboard</title>
 <link rel="stylesheet"
  href="{{ url_for('rq_dashboard.static', filename='css/bootstrap.min.css') }}">
+<link rel="stylesheet" href="{{ url_for('rq_dashboard.static', filename='css/main.css') }}">
 <link rel="stylesheet" href="{{ url_for('events.stylesheet') }}">
 </head><body>
-<nav class="navbar navbar-expand navbar-light bg-light mb-3">
- <span class="navbar-brand">RQ-dashboard</span>
- <ul class="navbar-nav mr-auto">
-  <li class="nav-item"><a class="nav-link"
-   href="{{ url_for('rq_dashboard.queues_overview', instance_number=0) }}">Queues</a></li>
-  <li class="nav-item"><a class="nav-link"
-   href="{{ url_for('rq_dashboard.jobs_overview', instance_number=0) }}">Jobs</a></li>
-  <li class="nav-item"><a class="nav-link"
-   href="{{ url_for('rq_dashboard.workers_overview', instance_number=0) }}">Workers</a></li>
-  <li class="nav-item active"><a class="nav-link"
-   href="{{ url_for('events.index') }}">Events</a></li>
- </ul>
-</nav>
-<main class="container-fluid">{% block content %}{% endblock %}</main>
+{#- rq-dashboard's navbar.html, without its script: the menu never collapses behind a toggler
+ that would need one, the switch is a link, and the instance list leads to rq-dashboard. #}
+<div id="navbar-dashboard" class="navbar navbar-expand-lg navbar-light">
+ <a class="navbar-brand">RQ-dashboard</a>
+ <div class="collapse navbar-collapse show" id="navbarSupportedContent">
+  <ul class="navbar-nav mr-auto">
+   <li class="nav-item"><a href="{{ layout.view('queues') }}" class="nav-link">Queues</a></li>
+   <li class="nav-item"><a href="{{ layout.view('jobs') }}" class="nav-link">Jobs</a></li>
+   <li class="nav-item"><a href="{{ layout.view('workers') }}" class="nav-link">Workers</a></li>
+   <li class="nav-item active"><a href="{{ url_for('events.index') }}" class="nav-link"
+    aria-current="page">Events</a></li>
+  </ul>
+  {% set refresh = layout.autorefresh %}
+  <div><a id="autorefresh-switch" href="{{ refresh.toggle }}"
+   class="custom-control custom-switch{% if refresh.on %} on{% endif %}" role="switch"
+   aria-checked="{{ 'true' if refresh.on else 'false' }}"
+   title="{{ 'On' if refresh.on else 'Off' }}: click to turn it {{ 'off' if refresh.on else 'on'
+   }}"><span class="custom-control-label"><p id="autorefresh-intro">Autorefresh
+   <span class="period">every {{ refresh.seconds }} s</span></p></span></a></div>
+  <div id="rq-instances-row">
+  {% if layout.instances|length == 1 %}
+   <select disabled id="rq-instances" title="Redis instance">
+    {% for i in layout.instances %}<option selected>[{{ i.number }}] {{ i.where }}</option>
+    {% endfor %}</select>
+  {% else %}
+   <ul id="rq-instances" class="nav">{% for i in layout.instances %}
+    <li class="nav-item"><a class="nav-link" href="{{ layout.view('queues', i.number) }}"
+     >[{{ i.number }}] {{ i.where }}</a></li>{% endfor %}
+   </ul>
+  {% endif %}
+  </div>
+ </div>
+</div>
+<div class="container"><div class="section">
+{% block content %}{% endblock %}
+</div></div>
 </body></html>
 """
 
 INDEX = """{% extends "layout.html" %}
 {% block content %}
-<h1 class="h3">Events</h1>
+<h1>Events</h1>
+<p class="intro">What the receiver accepted, from the event ledger: what is waiting now, the
+ recent past per source, and a search.
+ {% if layout.autorefresh.on %}This page reloads every {{ layout.autorefresh.seconds }} s
+ (Autorefresh, above): what you type in the search is lost at a reload.
+ {%- else %}Autorefresh is off here until you turn it on: a reload would lose what you type
+ in the search.{% endif %}</p>
 <section id="now" class="mb-3">
  <span class="stat"><b>{{ now.queued }}</b> queued</span>
  <span class="stat">oldest queued: <b>{{ age }}</b></span>
@@ -55,8 +88,11 @@ EVENT = """{% extends "layout.html" %}
 {% block title %}{{ d.record.source }} {{ d.record.id }}{% endblock %}
 {% block content %}
 <p><a href="{{ url_for('events.index') }}">&larr; Events</a></p>
-<h1 class="h4">{{ d.record.source }} event <code id="event-id">{{ d.record.id }}</code></h1>
+<h1 class="h2">{{ d.record.source }} event <code id="event-id">{{ d.record.id }}</code></h1>
 {% if message %}<div id="done" class="alert alert-info py-1">{{ message }}</div>{% endif %}
+{% if pending %}<p id="pending" class="intro">Not settled yet{% if layout.autorefresh.on
+ %}: this page reloads every {{ layout.autorefresh.seconds }} s until it is{% endif %}.</p>
+{% endif %}
 <dl class="row" id="record">
  <dt class="col-sm-2">status</dt>
  <dd class="col-sm-10">
@@ -66,7 +102,7 @@ EVENT = """{% extends "layout.html" %}
  <dt class="col-sm-2">last error</dt><dd
   class="col-sm-10 error">{{ d.record.last_error or "-" }}</dd>
  <dt class="col-sm-2">received</dt><dd class="col-sm-10">{{ received }}</dd>
- <dt class="col-sm-2">settled</dt><dd class="col-sm-10">{{ settled or "-" }}</dd>
+ <dt class="col-sm-2">settled</dt><dd class="col-sm-10" id="settled">{{ settled }}</dd>
  <dt class="col-sm-2">job</dt><dd class="col-sm-10">
  {% if d.job_status %}
   <a id="job-link"
@@ -101,21 +137,21 @@ EVENT = """{% extends "layout.html" %}
  </form>
  {% endif %}
 </div>
-<h2 class="h6">Headers</h2>
+<h2 class="h5">Headers</h2>
 {% if d.headers %}<table id="headers" class="table table-sm"><tbody>
  {% for name, value in d.headers.items() %}
  <tr><th>{{ name }}</th><td>{{ value }}</td></tr>{% endfor %}
 </tbody></table>{% elif d.job_status %}<p>none kept for this provider</p>{% else %}<p>not kept: RQ
  no longer has the job</p>{% endif %}
-<h2 class="h6">Payload <small>({{ d.payload.kind }}, {{ d.payload.size }}
+<h2 class="h5">Payload <small>({{ d.payload.kind }}, {{ d.payload.size }}
  bytes{% if d.payload.cut %}, the start shown{% endif %})</small></h2>
 <pre id="payload" class="payload">{{ d.payload.text }}</pre>
-<h2 class="h6">Handlers <small>(where each stands after the last attempt)</small></h2>
+<h2 class="h5">Handlers <small>(where each stands after the last attempt)</small></h2>
 {% if d.handlers %}<table id="handlers" class="table table-sm w-auto"><tbody>
  {% for name, state in d.handlers %}<tr><td class="handler">{{ name }}</td><td><span
   class="state state-{{ state }}">{{ state }}</span></td></tr>{% endfor %}
 </tbody></table>{% else %}<p>No handler has run for this event.</p>{% endif %}
-<h2 class="h6">Attempts</h2>
+<h2 class="h5">Attempts</h2>
 {% if d.note %}<p id="attempts-note">{{ d.note }}</p>{% endif %}
 {% if d.turns %}<table id="attempts" class="table table-sm">
  <thead><tr><th>attempt</th><th>ended (UTC)</th><th>handler</th><th>state</th><th>error</th>
@@ -129,7 +165,7 @@ EVENT = """{% extends "layout.html" %}
   class="error">{{ a.error }}</td></tr>{% endfor %}
 </tbody></table>{% else %}<p>{{ d.record.attempts }} attempt(s); RQ keeps no details of them
  now.</p>{% endif %}
-{% if d.traceback and d.traceback.user %}<h2 class="h6">Last traceback <small>(your code's
+{% if d.traceback and d.traceback.user %}<h2 class="h5">Last traceback <small>(your code's
  frames)</small></h2>
 <pre id="traceback-user" class="traceback">{{ d.traceback.user }}</pre>
 <details><summary>full traceback</summary><pre id="traceback" class="traceback">{{
@@ -141,6 +177,15 @@ EVENT = """{% extends "layout.html" %}
 
 STYLESHEET = (
     """
+/* rq-dashboard's switch is a checkbox its script watches; here it is a link, drawn alike. */
+#autorefresh-switch, #autorefresh-switch:hover { text-decoration: none; }
+#autorefresh-switch.on .custom-control-label::before { border-color: #007bff;
+ background-color: #007bff; }
+#autorefresh-switch.on .custom-control-label::after { background-color: #fff;
+ transform: translateX(.75rem); }
+#autorefresh-switch .period { font-size: 85%; }
+#rq-instances.nav .nav-link { padding: .25rem .5rem; }
+.section h1 { margin-bottom: 0; }
 .stat { margin-right: 1.5rem; }
 code, dd.error, td.handler { word-break: break-all; }
 td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
@@ -174,4 +219,7 @@ environment.globals["url_for"] = url_for
 
 
 def render(name: str, **context: object) -> str:
+    """A page; its layout (navbar, autorefresh) as `page_layout` makes it unless given:
+    autorefresh off unless asked, which suits a page with a form."""
+    context.setdefault("layout", page_layout(default_on=False))
     return environment.get_template(name).render(**context)

@@ -25,7 +25,8 @@ from workers.ops.dashboard_guard import log_action
 from workers.ops.events_page import actions
 from workers.ops.events_page.chart import draw
 from workers.ops.events_page.chart_range import chosen, links
-from workers.ops.events_page.detail import load_detail
+from workers.ops.events_page.detail import load_detail, settled_text
+from workers.ops.events_page.layout import page_layout
 from workers.ops.events_page.picture import read_queue, read_timeline
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
 from workers.ops.events_page.templates import STYLESHEET, render
@@ -190,12 +191,15 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         done = request.args.get("done", "")
         every = request.args.get("handlers") == ALL_HANDLERS
         message = actions.message(actions.Done(done), every) if done in set(actions.Done) else None
+        pending = record.status in PENDING and detail.job_status is not None
         return render(
             "event.html",
+            # Reloads by default while pending, so that a requeue's outcome shows up.
+            layout=page_layout(default_on=pending),
             d=detail,
             received=iso(record.received_at),
-            settled=iso(record.settled_at),
-            pending=record.status in PENDING and detail.job_status is not None,
+            settled=settled_text(record, detail.enqueued_at),
+            pending=pending,
             message=message,
         )
 
