@@ -1,8 +1,13 @@
-"""The last day per source in 15-minute intervals, for the dashboard's Events page.
+"""Counts per source over time, for the dashboard's Events page chart.
 
-One hash per source and interval, `<prefix>:timeline:<source>:<interval start>`, with the
-counts `accepted`, `duplicate`, `rejected`, `done` and `dead`, kept two days. They are
-written off the request path, by the receiver process every FLUSH_EVERY seconds:
+Two grains, each one hash per source and bucket with the counts `accepted`, `duplicate`,
+`rejected`, `done`, `retried` and `dead`:
+- `<prefix>:timeline:<source>:<interval start>`: 15 minutes, kept 8 days (the day, and the
+  week summed by the hour when it is read; the same keys as before, so an upgrade keeps its
+  history);
+- `<prefix>:timeline:<source>:minute:<minute start>`: 1 minute, kept 2 hours (the hour).
+Source names hold no colon (app/sources.py), so the two never meet. They are written off the
+request path, by the receiver process every FLUSH_EVERY seconds:
 - the receiver's answers are already counted by prometheus-client (webhooks_received_total,
   webhooks_rejected_total); each process adds its counters' growth since its last flush;
 - the workers' outcomes are cumulative counters in `<prefix>:stats:<source>`; a script adds
@@ -30,43 +35,76 @@ from app.keys import Keys
 from app.metrics import RECEIVED, REJECTED
 
 INTERVAL = 900
+MINUTE = 60
 WINDOW = 86_400
-KEEP = 2 * WINDOW
+KEEP = 8 * WINDOW  # the week, and a day's margin
+KEEP_MINUTES = 2 * 3600  # the hour, and an hour's margin
 FLUSH_EVERY = 5.0
-FIELDS = ("accepted", "duplicate", "rejected", "done", "dead")
-# The workers' outcome counters, and the interval count each one adds to.
-OUTCOMES = {"done": "done", "ignored": "done", "stale": "done", "dead_lettered": "dead"}
+FIELDS = ("accepted", "duplicate", "rejected", "done", "retried", "dead")
+# What the receiver's own counters (webhooks_received_total's outcomes) add to.
+RECEIVED_FIELDS = ("accepted", "duplicate")
+# The workers' outcome counters (app/jobstate.py Outcome), and the count each one adds to.
+# `requeued` is an operator's act, not a delivery's outcome: not drawn.
+OUTCOMES = {
+    "done": "done",
+    "ignored": "done",
+    "stale": "done",
+    "retried": "retried",
+    "dead_lettered": "dead",
+}
 
 
 def interval_of(timestamp: float) -> int:
     return int(timestamp // INTERVAL * INTERVAL)
 
 
+def minute_of(timestamp: float) -> int:
+    return int(timestamp // MINUTE * MINUTE)
+
+
 def timeline_key(prefix: str, source: str, interval: int) -> str:
     return Keys(prefix, "").timeline(source, interval)
 
 
-# KEYS: the workers' counters, what was last seen of them, the interval's hash.
-# ARGV: the interval's lifetime; what to do when nothing was seen yet: `zero` (count all,
-# the counters are new), `baseline` (only note them: they hold history from before this
-# version), `skip` (leave the choice to a receiver); then pairs (counter, interval field).
-# Nothing is written before the workers' counters exist.
+def minute_key(prefix: str, source: str, minute: int) -> str:
+    """Beside Keys.timeline's 15-minute hashes, under the same `<prefix>:timeline:` (what
+    the suite's key checks and an operator's SCAN already set apart as the chart's)."""
+    return f"{prefix}:timeline:{source}:minute:{minute}"
+
+
+def targets(prefix: str, source: str, now: float) -> list[tuple[str, int]]:
+    """The buckets a count taken at `now` adds to, each with its lifetime."""
+    return [
+        (timeline_key(prefix, source, interval_of(now)), KEEP),
+        (minute_key(prefix, source, minute_of(now)), KEEP_MINUTES),
+    ]
+
+
+# KEYS: the workers' counters, what was last seen of them, then the buckets' hashes.
+# ARGV: what to do when nothing was seen yet: `zero` (count all, the counters are new),
+# `baseline` (only note them: they hold history from before this version), `skip` (leave
+# the choice to a receiver); then each bucket's lifetime; then pairs (counter, field).
+# Nothing is written before the workers' counters exist. A counter this version adds
+# (`retried`) but an older one never sampled is only noted too: its history stays out.
 SAMPLE_OUTCOMES = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-if redis.call('EXISTS', KEYS[2]) == 0 and ARGV[2] == 'skip' then
+if redis.call('EXISTS', KEYS[2]) == 0 and ARGV[1] == 'skip' then
   return 0
 end
-for i = 3, #ARGV, 2 do
+local buckets = #KEYS - 2
+for i = 2 + buckets, #ARGV, 2 do
   local now = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0')
   local seen = redis.call('HGET', KEYS[2], ARGV[i])
-  if not seen and ARGV[2] == 'zero' then
+  if not seen and ARGV[1] == 'zero' then
     seen = '0'
   end
   if seen and now > tonumber(seen) then
-    redis.call('HINCRBY', KEYS[3], ARGV[i + 1], now - tonumber(seen))
-    redis.call('EXPIRE', KEYS[3], ARGV[1])
+    for b = 1, buckets do
+      redis.call('HINCRBY', KEYS[2 + b], ARGV[i + 1], now - tonumber(seen))
+      redis.call('EXPIRE', KEYS[2 + b], ARGV[1 + b])
+    end
   end
   redis.call('HSET', KEYS[2], ARGV[i], now)
 end
@@ -79,9 +117,10 @@ def sample_call(
 ) -> tuple[list[str], list[str | int]]:
     """KEYS and ARGV of SAMPLE_OUTCOMES for one source; `first`: zero, baseline or skip."""
     keys = [Keys(prefix, "").stats(source), Keys(prefix, "").timeline_seen(source)]
-    keys.append(timeline_key(prefix, source, interval_of(now)))
+    buckets = targets(prefix, source, now)
+    keys += [key for key, _ in buckets]
     pairs: list[str | int] = [item for pair in OUTCOMES.items() for item in pair]
-    return keys, [KEEP, first, *pairs]
+    return keys, [first, *(keep for _, keep in buckets), *pairs]
 
 
 @dataclass
@@ -106,7 +145,7 @@ class ReceiverCounts:
                     if not sample.name.endswith("_total") or source not in self.sources:
                         continue
                     name = sample.labels[field_of] if field_of else "rejected"
-                    if name in FIELDS:
+                    if name in (*RECEIVED_FIELDS, "rejected"):
                         key = (source, name)
                         totals[key] = totals.get(key, 0.0) + sample.value
         return totals
@@ -139,9 +178,9 @@ async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> N
     pending = counts.pending()
     async with redis.pipeline(transaction=False) as pipe:
         for (source, name), count in pending.items():
-            key = timeline_key(prefix, source, interval_of(now))
-            pipe.hincrby(key, name, count)
-            pipe.expire(key, KEEP)
+            for key, keep in targets(prefix, source, now):
+                pipe.hincrby(key, name, count)
+                pipe.expire(key, keep)
         for source in sorted(counts.sources):
             first = "zero" if source in counts.fresh else "baseline"
             keys, args = sample_call(prefix, source, now, first)

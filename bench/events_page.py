@@ -2,7 +2,8 @@
 
 Fills a throwaway redis-server (started with workers/dev/redis_server.py) with N ledger
 records (default 1,000,000) spread over 30 days, three sources, realistic statuses and
-~300-byte payloads, plus a day of 15-minute counters, then times each of the page's
+~300-byte payloads, plus the chart's counters (a week of 15-minute ones, two hours of
+1-minute ones: the page as opened then shows the week), then times each of the page's
 requests through the real Flask app (login, guard, Redis, rendering) in this process:
 median and p95 of repeated runs. Baselines, measured the same way, right beside them:
 - floor: the page's stylesheet, behind the same login (Flask and the login, no Redis);
@@ -34,7 +35,17 @@ from app.intake import SyncIntake  # noqa: E402
 from app.keys import Keys  # noqa: E402
 from app.providers.base import Delivery  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.timeline import FIELDS, INTERVAL, WINDOW, interval_of, timeline_key  # noqa: E402
+from app.timeline import (  # noqa: E402
+    FIELDS,
+    INTERVAL,
+    KEEP,
+    KEEP_MINUTES,
+    MINUTE,
+    interval_of,
+    minute_key,
+    minute_of,
+    timeline_key,
+)
 from workers.dev.redis_server import RedisServer  # noqa: E402
 from workers.ops.dashboard import create_dashboard  # noqa: E402
 from workers.ops.ledger import EventLedger  # noqa: E402
@@ -93,11 +104,13 @@ def fill(redis: Redis, records: int, now: float) -> float:
         if done % 100_000 == 0 or done == records:
             print(f"  filled {done:,} records", file=sys.stderr, flush=True)
     with redis.pipeline(transaction=False) as pipe:
-        current = interval_of(now)
         for source in SOURCES:
-            for n in range(WINDOW // INTERVAL):
-                key = timeline_key("webhook", source, current - n * INTERVAL)
+            for n in range(KEEP // INTERVAL):
+                key = timeline_key("webhook", source, interval_of(now) - n * INTERVAL)
                 pipe.hset(key, mapping={name: (n * 7 + len(name)) % 40 for name in FIELDS})
+            for n in range(KEEP_MINUTES // MINUTE):
+                key = minute_key("webhook", source, minute_of(now) - n * MINUTE)
+                pipe.hset(key, mapping={name: (n * 3 + len(name)) % 9 for name in FIELDS})
         pipe.execute()
     return time.perf_counter() - started
 
@@ -169,7 +182,9 @@ def run(server: RedisServer, records: int, runs: int) -> dict[str, Any]:
         _env_file=None,
         redis_url=server.url,
         webhook_sources=",".join(f"{s}:hmac" for s in SOURCES),
-        per_source={f"WEBHOOK_SECRET_{s.upper()}": "bench-secret" for s in SOURCES},
+        per_source={
+            f"WEBHOOK_SECRET_{s.upper()}": "bench-secret-of-32-bytes-for-hmac" for s in SOURCES
+        },
         rq_dashboard_username=AUTH[0],
         rq_dashboard_password=AUTH[1],
     )
@@ -183,7 +198,10 @@ def run(server: RedisServer, records: int, runs: int) -> dict[str, Any]:
     cursor = older_cursor(client, 10)
     hour_ago = str(int(now - 3600))
     measures: dict[str, Callable[[], object]] = {
-        "newest events, day chart, queue (the page as opened)": page(client, "/events"),
+        "newest events, chart (auto: week), queue (the page as opened)": page(client, "/events"),
+        "chart: the last hour, per minute": page(client, "/events", range="hour"),
+        "chart: the last day, per 15 minutes": page(client, "/events", range="day"),
+        "chart: the last week, per hour": page(client, "/events", range="week"),
         "one source": page(client, "/events", source="github"),
         "status dead (reads records, bounded)": page(client, "/events", status="dead"),
         "one type": page(client, "/events", type="type.7"),

@@ -1,21 +1,16 @@
-"""One event on the Events page, its actions and their guards, and the day's picture,
-through Flask's test client against a real Redis and the real worker."""
+"""One event on the Events page, its actions and their guards, through Flask's test client
+against a real Redis and the real worker (the chart: tests/test_events_chart.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from html import unescape
 
 import pytest
-import redis.asyncio as aioredis
-from redis import Redis
 
-import app.timeline
 from app.keys import job_id_for
-from app.timeline import ReceiverCounts, flush, note_fresh
 from tests.conftest import AUTH, SECRET
 from tests.events_site import ORIGIN, Site, make_site, site, table
 
@@ -175,60 +170,6 @@ def test_hostile_ids_types_and_errors_are_escaped(site: Site) -> None:
     for page in (site.get("/events"), site.get("/events/event", source="inbound", id=hostile)):
         assert "<img src=x" not in page and "<script>alert" not in page
         assert "&lt;img src=x onerror=alert(1)&gt;" in page
-
-
-@pytest.fixture
-def quiet_flusher(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The receiver's own flusher waits an hour: the test flushes when it means to."""
-    monkeypatch.setattr(app.timeline, "FLUSH_EVERY", 3600.0)
-
-
-def _flush(site: Site, counts: ReceiverCounts, first: bool = False) -> None:
-    """What a receiver does: note which counters are new when it starts, then flush."""
-
-    async def run() -> None:
-        client = aioredis.Redis.from_url(site.harness.settings.redis_url)
-        try:
-            await (note_fresh if first else flush)(client, "webhook", counts)
-        finally:
-            await client.aclose()
-
-    asyncio.run(run())
-
-
-def _totals(page: str, source: str = "inbound") -> dict[str, int]:
-    block = page.split(f'<h3 class="h6">{source}</h3>', 1)[1].split("</table>", 1)[0]
-    return {
-        name: int(total)
-        for name, total in re.findall(
-            r'<tr class="series-(\w+)"><th>\w+</th><td class="total">(\d+)', block
-        )
-    }
-
-
-def test_the_day_counts_accepted_duplicate_rejected_done_and_dead(
-    quiet_flusher: None, make_site: Callable[..., Site], redis: Redis
-) -> None:
-    site = make_site()
-    counts = ReceiverCounts(frozenset(["inbound"]))
-    _flush(site, counts, first=True)  # no workers' counters yet: they will count from zero
-    for event_id, event_type in [
-        ("a", "order.created"),
-        ("b", "order.created"),
-        ("c", "fail.sync"),
-    ]:
-        site.harness.event(event_id, event_type)
-    site.harness.event("a")  # a duplicate
-    site.harness.send(b'{"id": "forged"}', secret="wrong")  # rejected
-    site.harness.drain()
-    _flush(site, counts)
-    page = site.get("/events")
-    assert _totals(page) == {"accepted": 3, "duplicate": 1, "rejected": 1, "done": 2, "dead": 1}
-    # Each bar says its interval and count.
-    assert re.search(r"<title>\d\d:\d\d to \d\d:\d\d UTC: 3 accepted</title>", page)
-    # Flushing again adds nothing: each count is taken once.
-    _flush(site, counts)
-    assert _totals(site.get("/events"))["accepted"] == 3
 
 
 def test_no_secret_appears_on_the_events_pages(site: Site) -> None:

@@ -116,7 +116,8 @@ def synthetic_day(redis: Redis, now: float) -> None:
         accepted = 40 + int(30 * abs(12 - hour) / 12) + (n * 7) % 11
         counts = {"accepted": accepted, "duplicate": accepted // 15, "done": accepted - 1}
         if 9 <= hour <= 10:  # an outage of the handler's downstream API
-            counts.update(done=accepted // 3, dead=accepted // 2, rejected=3)
+            counts.update(done=accepted // 3, retried=accepted // 2, dead=accepted // 4)
+            counts.update(rejected=3)
         key = timeline_key("webhook", "inbound", interval)
         redis.hset(key, mapping=counts)
         redis.expire(key, KEEP)

@@ -1,6 +1,7 @@
 """The Events page in a real headless Chromium, against the Procfile's real processes:
 search, open an event, requeue a dead one, with a hostile id, type and payload shown as
-text; a page on another origin cannot requeue; and a screenshot that shows the day's bars."""
+text; a page on another origin cannot requeue; and a screenshot that shows the chart's bars
+(the last hour's, the range that fits a fresh stack)."""
 
 from __future__ import annotations
 
@@ -85,7 +86,7 @@ def test_the_events_page_in_a_browser_searches_opens_and_requeues_hostile_events
     driver.get(dashboard.url + "/")
     wait_until(lambda: "Events" in body(), 20, "the navigation")
     driver.find_element(By.LINK_TEXT, "Events").click()
-    wait_until(lambda: "Last 24 hours" in body(), 20, "the Events page")
+    wait_until(lambda: "Last hour, per minute" in body(), 20, "the Events page")
     assert_nothing_ran(driver, "/events")
     shown = body()
     assert "window.__xss='event-id'" in shown and HOSTILE_TYPE in shown

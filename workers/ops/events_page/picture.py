@@ -1,14 +1,21 @@
-"""The Events page's picture: the last day per source, and the queue right now.
+"""The Events page's picture: the counts per source over a range of time, and the queue now.
 
-The day is read from the 15-minute counters of `app/timeline.py` (96 intervals per source,
-one round trip whatever the volume). The workers' outcomes are sampled first, so the page
-is current to the second for done and dead even between the receivers' flushes.
+Counts come from `app/timeline.py`: the hour from the 1-minute counters (60 bars), the day
+from the 15-minute counters (96 bars), the week from the same 15-minute counters summed by
+the hour in Redis (168 bars, so the reply stays small). Read in one round trip whatever the
+volume. The workers' outcomes are sampled first, so the page is current to the second for
+done, retried and dead even between the receivers' flushes. With no range asked for
+(`auto`), all three are read and the smallest that holds every count of the week is shown.
+Not a transaction, which would hold Redis (and every receiver) for the whole read: the hour
+is read first, so a flush landing between the reads only adds to the larger ranges, and at
+worst that view shows a larger range than it needs, never one that leaves counts out.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import cast
 
 from redis import Redis
@@ -19,38 +26,97 @@ from app.keys import Keys
 from app.timeline import (
     FIELDS,
     INTERVAL,
+    MINUTE,
     SAMPLE_OUTCOMES,
-    WINDOW,
-    interval_of,
+    minute_key,
     sample_call,
     timeline_key,
 )
 
+# KEYS: the buckets' hashes, oldest first; ARGV[1]: how many buckets make one bar; then the
+# fields. Returns each bar's sums, field by field, bar after bar: the week's 672 hashes per
+# source come back as 168 bars.
+SUM_BARS = """
+local group, fields = tonumber(ARGV[1]), #ARGV - 1
+local out = {}
+for bar = 0, #KEYS / group - 1 do
+  local sums = {}
+  for f = 1, fields do sums[f] = 0 end
+  for k = 1, group do
+    local row = redis.call('HMGET', KEYS[bar * group + k], unpack(ARGV, 2))
+    for f = 1, fields do sums[f] = sums[f] + (tonumber(row[f]) or 0) end
+  end
+  for f = 1, fields do out[#out + 1] = sums[f] end
+end
+return out
+"""
+
+
+class Span(StrEnum):
+    HOUR = "hour"
+    DAY = "day"
+    WEEK = "week"
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    span: Span
+    step: int  # seconds per bar
+    bars: int
+
+    def starts(self, now: float) -> tuple[int, ...]:
+        """Each bar's start, unix seconds, oldest first; the last holds `now`."""
+        current = int(now // self.step * self.step)
+        return tuple(current - self.step * (self.bars - 1 - i) for i in range(self.bars))
+
+    def bucket_keys(self, prefix: str, source: str, starts: tuple[int, ...]) -> list[str]:
+        if self.step == MINUTE:
+            return [minute_key(prefix, source, start) for start in starts]
+        quarters = self.step // INTERVAL
+        return [
+            timeline_key(prefix, source, start + INTERVAL * q)
+            for start in starts
+            for q in range(quarters)
+        ]
+
+
+WINDOWS = {
+    Span.HOUR: Window(Span.HOUR, MINUTE, 60),
+    Span.DAY: Window(Span.DAY, INTERVAL, 96),
+    Span.WEEK: Window(Span.WEEK, 3600, 168),
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    name: str  # accepted, duplicate, rejected, done, dead
-    counts: tuple[int, ...]  # one per interval, oldest first
+    name: str  # one of app.timeline.FIELDS
+    counts: tuple[int, ...]  # one per bar, oldest first
 
     @property
     def total(self) -> int:
         return sum(self.counts)
 
-    @property
-    def peak(self) -> int:
-        return max(self.counts, default=0)
-
 
 @dataclass(frozen=True, slots=True)
-class SourceDay:
+class SourceCounts:
     source: str
-    series: tuple[Series, ...]
+    series: tuple[Series, ...]  # in FIELDS' order
+
+    def of(self, name: str) -> Series:
+        return next(s for s in self.series if s.name == name)
 
 
 @dataclass(frozen=True, slots=True)
-class Day:
-    starts: tuple[int, ...]  # each interval's start, unix seconds, oldest first
-    sources: tuple[SourceDay, ...]
+class Timeline:
+    window: Window
+    starts: tuple[int, ...]
+    sources: tuple[SourceCounts, ...]
+    auto: bool  # the range was chosen to fit the data
+    now: float
+
+    @property
+    def total(self) -> int:
+        return sum(s.total for source in self.sources for s in source.series)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,27 +127,44 @@ class QueueNow:
     dead: int
 
 
-def read_day(connection: Redis, prefix: str, sources: list[str], now: float) -> Day:
-    current = interval_of(now)
-    count = WINDOW // INTERVAL
-    starts = tuple(current - INTERVAL * (count - 1 - i) for i in range(count))
+def fitting(timelines: dict[Span, Timeline]) -> Timeline:
+    """The smallest range whose counts are all the week's: a count outside the hour (or
+    counted before the minutes were) makes the hour's total fall short of the others'."""
+    week = timelines[Span.WEEK].total
+    for span in (Span.HOUR, Span.DAY):
+        if timelines[span].total >= week:
+            return timelines[span]
+    return timelines[Span.WEEK]
+
+
+def read_timeline(
+    connection: Redis, prefix: str, sources: list[str], now: float, span: Span | None
+) -> Timeline:
+    """The counts of `span` (None: the one that fits, see `fitting`)."""
+    spans = [span] if span is not None else [Span.HOUR, Span.DAY, Span.WEEK]
+    starts = {s: WINDOWS[s].starts(now) for s in spans}
     with connection.pipeline(transaction=False) as pipe:
         for source in sources:
             # `skip`: only a receiver, which knows whether the counters are new, starts them.
             keys, args = sample_call(prefix, source, now, "skip")
             pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
-        for source in sources:
-            for start in starts:
-                pipe.hmget(timeline_key(prefix, source, start), *FIELDS)
+        for s in spans:
+            window = WINDOWS[s]
+            group = window.step // INTERVAL if window.step != MINUTE else 1
+            for source in sources:
+                keys = window.bucket_keys(prefix, source, starts[s])
+                pipe.eval(SUM_BARS, len(keys), *keys, group, *FIELDS)
         replies = pipe.execute()[len(sources) :]
-    days = []
-    for n, source in enumerate(sources):
-        rows = replies[n * count : (n + 1) * count]
-        series = tuple(
-            Series(name, tuple(int(row[i] or 0) for row in rows)) for i, name in enumerate(FIELDS)
-        )
-        days.append(SourceDay(source, series))
-    return Day(starts, tuple(days))
+    timelines: dict[Span, Timeline] = {}
+    for n, s in enumerate(spans):
+        counted = []
+        for m, source in enumerate(sources):
+            flat = [int(v) for v in replies[n * len(sources) + m]]
+            width = len(FIELDS)
+            series = tuple(Series(name, tuple(flat[i::width])) for i, name in enumerate(FIELDS))
+            counted.append(SourceCounts(source, series))
+        timelines[s] = Timeline(WINDOWS[s], starts[s], tuple(counted), span is None, now)
+    return timelines[span] if span is not None else fitting(timelines)
 
 
 def read_queue(connection: Redis, keys: Keys) -> QueueNow:

@@ -24,9 +24,10 @@ from workers.ops.common import parse_time
 from workers.ops.dashboard_guard import log_action
 from workers.ops.events_page import actions
 from workers.ops.events_page.chart import draw
+from workers.ops.events_page.chart_range import chosen, links
 from workers.ops.events_page.detail import load_detail, settled_text
 from workers.ops.events_page.layout import page_layout
-from workers.ops.events_page.picture import read_day, read_queue
+from workers.ops.events_page.picture import read_queue, read_timeline
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
 from workers.ops.events_page.templates import STYLESHEET, render
 from workers.ops.ledger import EventLedger, LedgerRecord
@@ -152,11 +153,20 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         if page.more is not None and not query.event_id:
             older = url_for("events.index", **_kept(form), after=page.more.encode())
         queue = read_queue(redis, keys)
+        # The chart's range: `?range=hour|day|week`, or (anything else) the one that fits.
+        chart = draw(
+            read_timeline(redis, keys.prefix, sources, now, chosen(request.args.get("range")))
+        )
         return render(
             "index.html",
             now=queue,
             age=_age(queue.oldest_age),
-            chart=draw(read_day(redis, keys.prefix, sources, now)),
+            chart=chart,
+            chart_links=links(
+                chart.span,
+                chart.auto,
+                lambda choice: url_for("events.index", **_kept(form), range=choice) + "#day",
+            ),
             sources=sources,
             statuses=[str(s) for s in EventStatus],
             form=form,
