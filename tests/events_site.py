@@ -17,7 +17,7 @@ from workers import Event, PermanentError, handler
 from workers.ops.dashboard import create_dashboard
 
 ORIGIN = {"Origin": "http://localhost"}
-ROW_ID = re.compile(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>')
+ROW_ID = re.compile(r'<td class="id"><a\s+href="[^"]*"[^>]*>([^<]*)</a>')
 SERIES_TOTAL = re.compile(r'<tr class="series-(\w+)"><th>\w+</th><td class="total">(\d+)')
 CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S)
 TAG = re.compile(r"<[^>]+>")
@@ -50,10 +50,7 @@ class Site:
 
     def rows(self, **params: str) -> list[str]:
         """The event ids of the results table, in order."""
-        page = self.get("/events", **params)
-        return [
-            unescape(i) for i in re.findall(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>', page)
-        ]
+        return ids_of(self.get("/events", **params))
 
 
 @pytest.fixture

@@ -108,9 +108,7 @@ def test_older_pages_continue_without_repeats_or_gaps(site: Site, small_pages: N
     params: dict[str, str] = {}
     while True:
         page = site.get("/events", **params)
-        seen += [
-            unescape(i) for i in re.findall(r'<td class="id"><a\s+href="[^"]*">([^<]*)</a>', page)
-        ]
+        seen += ids_of(page)
         older = re.search(r'<a id="older" href="([^"]*)"', page)
         if older is None:
             break

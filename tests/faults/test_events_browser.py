@@ -185,3 +185,84 @@ def _unmarked(driver: object) -> bool:
         return driver.execute_script("return window.__mark") is None  # type: ignore[attr-defined]
     except WebDriverException:
         return False
+
+
+def bulk_attacker_page(dashboard: str, fields: dict[str, str]) -> str:
+    """A page on another origin that posts the bulk requeue with the browser's login."""
+    inputs = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+        for k, v in fields.items()
+    )
+    return f"""<!doctype html><html><body>
+        <iframe name="sink"></iframe>
+        <form id="f" method="post" action="{dashboard}/events/bulk/requeue" target="sink">
+          {inputs}</form>
+        <script>
+          document.getElementById("f").submit();
+          setTimeout(() => document.title = "fired", 1000);
+        </script></body></html>"""
+
+
+@pytest.mark.timeout(180)
+def test_a_searchs_bulk_requeue_moves_exactly_its_dead_letters_and_not_from_another_origin(
+    browser: object,
+    redis_server: RedisServer,
+    redis: Redis,
+    make_stack: Callable[..., Stack],
+    attacker: OtherOrigin,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    driver: WebDriver = browser  # type: ignore[assignment]
+    site = start_site(make_stack, redis_server.url)
+    dashboard = site.dashboard
+
+    def flaky(event_id: str) -> str:
+        redis.set(f"fail:{event_id}", 1)  # order.flaky fails while this is set
+        return dead_letter(site, redis, event_id, "order.flaky")
+
+    before = flaky("evt_before")  # received before the search's range
+    matched = [flaky("evt_m1"), flaky("evt_m2")]
+    other_type = dead_letter(site, redis, "evt_other", "order.hostile", note="x")
+    since = repr(redis.zscore("webhook:events", "webhook:event:inbound:evt_m1"))
+    search = {"type": "order.flaky", "since": since}
+    log_in(driver)
+
+    def body() -> str:
+        return page_text(driver)
+
+    def dead() -> set[str]:
+        return {i.decode() for i in redis.zrange("rq:failed:webhooks", 0, -1)}
+
+    # Another origin's page posts the bulk requeue of every dead letter: refused.
+    everything = dead()
+    refused = dashboard.output().count("dashboard action refused")
+    jobs = " ".join(sorted(everything))
+    attacker.html = bulk_attacker_page(dashboard.url, {**search, "jobs": jobs, "handlers": "all"})
+    driver.get(attacker.url)
+    wait_until(lambda: driver.title == "fired", 20, "the attacker's page")
+    wait_until(
+        lambda: dashboard.output().count("dashboard action refused") > refused, 10, "the refusal"
+    )
+    assert dead() == everything
+    assert '"action": "events.bulk_requeue"' not in dashboard.output()
+
+    # The search's own page: its buttons, the confirmation, then the requeue.
+    for event_id in ("evt_before", "evt_m1", "evt_m2"):
+        redis.delete(f"fail:{event_id}")  # each succeeds if it runs again
+    driver.get(f"{dashboard.url}/events?type=order.flaky&since={quote(since)}")
+    wait_until(lambda: "2 dead letters match this search" in body(), 20, "the search")
+    driver.find_element(By.ID, "bulk-requeue").click()
+    wait_until(lambda: "Nothing has changed yet." in body(), 20, "the confirmation")
+    assert_nothing_ran(driver, "the confirmation")
+    late = flaky("evt_m3")  # matches the search, failed after the confirmation
+    driver.find_element(By.ID, "confirm").click()
+    wait_until(lambda: "2 requeued." in body(), 20, "the bulk requeue")
+    for event_id in ("evt_m1", "evt_m2"):
+        key = f"webhook:event:inbound:{event_id}"
+        wait_until(lambda k=key: redis.hget(k, "status") == b"done", 30, f"{event_id} done")
+    assert dead() == {before, other_type, late}
+    assert not dead() & set(matched)
+    wait_until(lambda: '"action": "events.bulk_requeue"' in dashboard.output(), 10, "its log")
+    assert '"requeued": 2' in dashboard.output() and '"skipped": 0' in dashboard.output()

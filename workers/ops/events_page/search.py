@@ -6,7 +6,7 @@ A search walks it newest first from a cursor, in chunks:
   ids are printable text, spaces included, so `evt_1` and ` evt_1 ` are two events. Only
   when the exact id finds nothing is the id without its surrounding whitespace tried (a
   pasted id with a trailing newline), and the page says so;
-- a time range bounds the walk, and a page stops it (PAGE rows);
+- a time range bounds the walk, and a page stops it (PAGE rows, or the page size asked);
 - a source filter reads the source from the record key, without reading the record;
 - type and status are in the record: those filters read records, at most SCAN_BUDGET per
   page, and the page then offers to go on from where it stopped.
@@ -63,6 +63,11 @@ class Query:
     since: float | None = None
     until: float | None = None
     after: Cursor | None = None  # continue below this entry (older)
+    limit: int | None = None  # rows per page; None: PAGE
+
+    @property
+    def size(self) -> int:
+        return self.limit or PAGE
 
     @property
     def reads_records(self) -> bool:
@@ -134,7 +139,7 @@ class EventSearch:
         budget = SCAN_BUDGET if query.reads_records else KEY_BUDGET
         cursor = query.after
         candidates: list[tuple[str, float]] = []
-        while len(page.rows) < PAGE:
+        while len(page.rows) < query.size:
             chunk = self._chunk(query, cursor)
             if not chunk:
                 page.more = None
@@ -148,7 +153,7 @@ class EventSearch:
             page.reached = cursor.score
             self._take(query, candidates, page)
             candidates = []
-            if len(page.rows) >= PAGE:
+            if len(page.rows) >= query.size:
                 break
             if len(chunk) < CHUNK:
                 page.more = None
@@ -167,15 +172,15 @@ class EventSearch:
             matching = self._matching(query, candidates)
             candidates = [c for c, ok in zip(candidates, matching, strict=True) if ok]
         done = 0
-        while done < len(candidates) and len(page.rows) < PAGE:
-            part = candidates[done : done + PAGE - len(page.rows)]
+        while done < len(candidates) and len(page.rows) < query.size:
+            part = candidates[done : done + query.size - len(page.rows)]
             done += len(part)
             records = self.ledger.summaries([member for member, _ in part])
             for (member, score), record in zip(part, records, strict=True):
                 if record is None:
                     continue  # expired since it was indexed
                 page.rows.append(record)
-                if len(page.rows) == PAGE:
+                if len(page.rows) == query.size:
                     page.more = Cursor(score, member)
                     page.reached = score
                     return

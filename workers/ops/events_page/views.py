@@ -1,8 +1,9 @@
-"""The Events page's routes: the search with the day's picture, one event, two actions.
+"""The Events page's routes: the search with the day's picture, one event, its actions.
 
 Mounted in the dashboard's Flask app, so its login applies, and its action guard: the
 POST routes answer only same-origin POSTs (`dashboard_guard.py`); they log their outcome
-themselves. Every page is rendered here with no script, under a CSP that forbids any.
+themselves. Every page is rendered here with no script, under a CSP that forbids any. The
+bulk actions on a search's dead letters have their routes in `bulk_views.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import click
 from flask import Blueprint, Response, abort, redirect, request, url_for
 from redis import Redis
 
@@ -20,25 +20,27 @@ from app.formats import iso
 from app.jobstate import PENDING, EventStatus
 from app.keys import Keys
 from app.settings import Settings
-from workers.ops.common import parse_time
 from workers.ops.dashboard_guard import log_action
-from workers.ops.events_page import actions
+from workers.ops.events_page import actions, bulk_views
 from workers.ops.events_page.chart import draw
 from workers.ops.events_page.chart_range import chosen, links
 from workers.ops.events_page.detail import load_detail, settled_text
 from workers.ops.events_page.layout import page_layout
+from workers.ops.events_page.moments import Moment, moment
 from workers.ops.events_page.picture import read_queue, read_timeline
-from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
+from workers.ops.events_page.search import EventSearch, Page, Query
+from workers.ops.events_page.search_form import LIMITS, form_of, parse_query
 from workers.ops.events_page.templates import STYLESHEET, render
 from workers.ops.ledger import EventLedger, LedgerRecord
 
-ACTIONS = frozenset({"events.requeue", "events.replay"})
+ACTIONS = frozenset({"events.requeue", "events.replay"}) | bulk_views.ACTIONS
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
 RANGES = (("hour", 3600), ("24 hours", 86_400), ("7 days", 7 * 86_400))
-MAX_FIELD = 512
+# The error a row carries (shown on one line, all of it in its title): a bounded page.
+MAX_ERROR = 2000
 # The actions' `handlers` field: which of the event's handlers run again.
 FAILED_HANDLERS, ALL_HANDLERS = "failed", "all"
 Action = Callable[[Settings, Redis, LedgerRecord, bool], actions.Done]
@@ -46,7 +48,8 @@ Action = Callable[[Settings, Redis, LedgerRecord, bool], actions.Done]
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """A ledger record as the results table shows it."""
+    """A ledger record as the results table shows it: times relative to the page's now
+    (the exact time on hover), the error on one line (the whole of it on hover)."""
 
     source: str
     id: str
@@ -54,11 +57,11 @@ class Row:
     status: str
     attempts: int
     error: str
-    received: str
-    settled: str | None
+    received: Moment | None
+    settled: Moment | None
 
     @classmethod
-    def of(cls, record: LedgerRecord) -> Row:
+    def of(cls, record: LedgerRecord, now: float) -> Row:
         error = record.last_error
         return cls(
             record.source,
@@ -66,45 +69,10 @@ class Row:
             record.type,
             str(record.status),
             record.attempts,
-            error if len(error) <= 300 else error[:299] + "…",
-            iso(record.received_at) or "-",
-            iso(record.settled_at),
+            error if len(error) <= MAX_ERROR else error[: MAX_ERROR - 1] + "…",
+            moment(record.received_at, now),
+            moment(record.settled_at, now),
         )
-
-
-def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, list[str]]:
-    """The search form's fields; a bad one is named in a fixed sentence, never echoed."""
-    errors: list[str] = []
-
-    def field(name: str) -> str | None:
-        value = (args.get(name) or "").strip()[:MAX_FIELD]
-        return value or None
-
-    # The id exactly as typed: ` evt_1 ` is a legal id of its own, not `evt_1` (the search
-    # tries the stripped id only when the exact one finds nothing, and says so).
-    event_id = (args.get("id") or "")[:MAX_FIELD] or None
-
-    source = field("source")
-    if source is not None and source not in sources:
-        errors.append("Unknown source: choose one of the list.")
-        source = None
-    status = None
-    if (given := field("status")) is not None:
-        try:
-            status = EventStatus(given)
-        except ValueError:
-            errors.append("Unknown status: choose one of the list.")
-    times: dict[str, float | None] = {}
-    for name in ("since", "until"):
-        value = field(name)
-        try:
-            times[name] = parse_time(value) if value is not None else None
-        except click.BadParameter:
-            errors.append(f"{name}: expected ISO 8601 (2026-11-30T08:00:00Z) or unix seconds.")
-            times[name] = None
-    after = Cursor.decode(args.get("after", "")) if args.get("after") else None
-    query = Query(source, event_id, field("type"), status, times["since"], times["until"], after)
-    return query, errors
 
 
 def _summary(query: Query, page: Page) -> str:
@@ -148,7 +116,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         redis = connection()
         page = EventSearch(ledger(), sources).run(query)
         now = time.time()
-        form = {name: (request.args.get(name) or "")[:MAX_FIELD] for name in _FORM}
+        form = form_of(request.args)
         older = None
         if page.more is not None and not query.event_id:
             older = url_for("events.index", **_kept(form), after=page.more.encode())
@@ -169,9 +137,13 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             ),
             sources=sources,
             statuses=[str(s) for s in EventStatus],
+            limits=LIMITS,
+            page_size=query.size,
             form=form,
             errors=errors,
-            rows=[Row.of(record) for record in page.rows],
+            rows=[Row.of(record, now) for record in page.rows],
+            bulk=bulk_views.buttons(query, errors, form, redis, settings),
+            bulk_done=bulk_views.banner(request.args),
             summary=_summary(query, page),
             older=older,
             newest=url_for("events.index", **_kept(form)),
@@ -233,6 +205,8 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
     def replay() -> Any:
         return act("events.replay", actions.replay)
 
+    bulk_views.add_bulk_routes(blueprint, settings, connection, sources)
+
     @blueprint.get("/style.css")
     def stylesheet() -> Response:
         return Response(STYLESHEET, mimetype="text/css", headers={"Cache-Control": "max-age=300"})
@@ -244,9 +218,6 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         return response
 
     return blueprint
-
-
-_FORM = ("source", "id", "type", "status", "since", "until", "after")
 
 
 def _kept(form: dict[str, str]) -> dict[str, Any]:
