@@ -44,6 +44,7 @@ class ClaimArgs:
     event_type: str
     payload_format: str  # a PayloadFormat: how the worker parses the payload
     source: str
+    trace: str  # the receiver's span (`app/tracing.py`), kept for a replay to link to; or ''
 
 
 def script_prologue(keys: type[Any], args: type[Any]) -> str:
@@ -95,6 +96,9 @@ redis.call('HSET', event_key, 'source', source, 'id', event_id, 'type', event_ty
            'status', '{EventStatus.QUEUED}', 'attempts', '0', 'received_at', received_at)
 if payload_format ~= 'json' then
   redis.call('HSET', event_key, 'format', payload_format)
+end
+if trace ~= '' then
+  redis.call('HSET', event_key, 'trace', trace)
 end
 redis.call('EXPIRE', event_key, ledger_ttl)
 redis.call('ZADD', events_key, received_at, event_key)

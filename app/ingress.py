@@ -19,6 +19,7 @@ from starlette.requests import ClientDisconnect, Request
 from app.errors import QueueUnavailable, WebhookError
 from app.logs import logger
 from app.metrics import REJECTED
+from app.tracing import NO_TRACING
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -98,15 +99,23 @@ class Ingress:
             return
         source = path[len(PREFIX) :]
         receiver: Receiver | None = getattr(self.app.state, "receiver", None)
-        try:
-            if receiver is None:  # served before its lifespan started
-                raise QueueUnavailable("not ready; retry later")
-            outcome = await receiver.receive(source, Request(scope, receive))
-        except ClientDisconnect:
-            # Nobody is left to answer, and the sender retries what it did not finish.
-            logger.info("client disconnected before its body ended", extra={"source": source[:100]})
-            return
-        except WebhookError as exc:
-            await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))
-            return
-        await respond(send, *reply_bytes(outcome))
+        tracing = receiver.tracing if receiver is not None else NO_TRACING
+        with tracing.delivery(source, scope["headers"]) as span:
+            try:
+                if receiver is None:  # served before its lifespan started
+                    raise QueueUnavailable("not ready; retry later")
+                outcome = await receiver.receive(source, Request(scope, receive), span)
+            except ClientDisconnect:
+                # Nobody is left to answer, and the sender retries what it did not finish.
+                logger.info(
+                    "client disconnected before its body ended", extra={"source": source[:100]}
+                )
+                span.ended("disconnected", 0)
+                return
+            except WebhookError as exc:
+                span.ended("rejected", exc.status_code, exc.reason)
+                await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))
+                return
+            answer = reply_bytes(outcome)
+            span.ended(outcome.body.get("status") or "handshake", answer[0])
+            await respond(send, *answer)

@@ -66,6 +66,7 @@ def new_job(
     received_at: float,
     job_id: str | None = None,
     duplicate: bool = False,
+    trace: str = "",
 ) -> NewJob:
     """The job one verified delivery becomes, before anything is written: the pytest
     plugin's `webhook_event` builds its `Event` from this too, so it is the receiver's."""
@@ -83,6 +84,7 @@ def new_job(
         payload_format=delivery.payload_format,
         duplicate=duplicate,
         budget=settings.webhook_max_retries,
+        trace=trace,
     )
     call = EventCall(
         source.name, delivery.event_id, delivery.event_type, raw, delivery.headers, received_at
@@ -114,8 +116,9 @@ class Intake:
         received_at: float,
         job_id: str | None = None,
         duplicate: bool = False,
+        trace: str = "",
     ) -> NewJob:
-        return new_job(self.settings, source, delivery, raw, received_at, job_id, duplicate)
+        return new_job(self.settings, source, delivery, raw, received_at, job_id, duplicate, trace)
 
     def claim_call(
         self,
@@ -124,10 +127,12 @@ class Intake:
         raw: bytes,
         received_at: float,
         signed_digest: str | None = None,
+        trace: str = "",
     ) -> tuple[str, list[str], list[Any]]:
         """The job id, keys and arguments of the claim script for one delivery;
-        `signed_digest` (the signed bytes' digest) dedupes a source whose id is unsigned."""
-        job = self.new_job(source, delivery, raw, received_at)
+        `signed_digest` (the signed bytes' digest) dedupes a source whose id is unsigned;
+        `trace`, the receiver's span the job's attempts belong to (tracing on)."""
+        job = self.new_job(source, delivery, raw, received_at, trace=trace)
         seen_key = self.keys.seen(source.name, delivery.event_id)
         stamp, data, description, meta = self.job_hash.per_event(
             job.call.args(), job.meta.to_meta(), job.description
@@ -156,6 +161,7 @@ class Intake:
             event_type=delivery.event_type,
             payload_format=delivery.payload_format,
             source=source.name,
+            trace=trace,
         )
         return (job.job_id, *call(keys, args))
 
@@ -197,11 +203,14 @@ class AsyncIntake(Intake):
         received_at: float,
         timeout: float | None = None,
         signed_digest: str | None = None,
+        trace: str = "",
     ) -> Claim:
         """Raises `redis.RedisError` when Redis cannot take the event (then nothing is
         kept), `TimeoutError` when it has not answered within `timeout` seconds."""
         started = time.monotonic()
-        job_id, keys, args = self.claim_call(source, delivery, raw, received_at, signed_digest)
+        job_id, keys, args = self.claim_call(
+            source, delivery, raw, received_at, signed_digest, trace
+        )
         if await self.claim(keys, args, timeout):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":

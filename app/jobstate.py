@@ -125,6 +125,10 @@ class JobMeta:
     # ([name, state, error] each): `app/turns.py`. Plain types: any version unpickles them.
     handlers: dict[str, str] = field(default_factory=dict)
     turns: list[list[str]] = field(default_factory=list)
+    # Tracing (`app/tracing.py`): the W3C traceparent every attempt's span is a child of,
+    # and, after a requeue or a replay, the trace the next attempt's new one links to.
+    trace: str = ""
+    trace_link: str = ""
     # Keys a newer version wrote that this one does not know: kept, not dropped.
     extra: dict[str, Any] = field(default_factory=dict)
 

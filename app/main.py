@@ -29,6 +29,7 @@ from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
 from app.timeline import start_timeline
+from app.tracing import NO_TRACING, Tracing
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
@@ -36,6 +37,20 @@ def redis_client(settings: Settings) -> aioredis.Redis:
     # its 503 (and retry later) in well under its own timeout, not hang. One Redis or
     # Sentinel's primary, as every other process reads the settings (`app/connection.py`).
     return async_client(settings, RECEIVER)
+
+
+def instrument_routes(app: FastAPI, tracing: Tracing) -> None:
+    """The probes', metrics' and other routes' spans, by OpenTelemetry's FastAPI
+    instrumentation. Not the sources' URLs: a delivery's span is our own
+    (`app/delivery_trace.py`), and a provider's `traceparent` must not parent a handshake's."""
+    from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+    FastAPIInstrumentor.instrument_app(
+        app, tracer_provider=getattr(tracing, "provider", None), excluded_urls="/webhooks/"
+    )
+    # Starlette built its middleware for this lifespan call; the next request builds it
+    # again, with the instrumentation's.
+    app.middleware_stack = None
 
 
 def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None = None) -> Ingress:
@@ -47,7 +62,9 @@ def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None
         configure_logging()
         active = settings if settings is not None else Settings.load()
         client = redis_client(active) if redis is None else redis
-        app.state.receiver = Receiver(active, client)
+        app.state.receiver = receiver = Receiver(active, client)
+        if receiver.tracing is not NO_TRACING:
+            instrument_routes(app, receiver.tracing)
         try:
             await check_persistence(client, active)
             await check_replication(client, active)
@@ -69,6 +86,7 @@ def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None
                 await timeline
             if redis is None:
                 await client.aclose()
+            receiver.tracing.shutdown()
 
     # No interactive docs: the public surface is the webhook routes and the probes.
     app = FastAPI(

@@ -26,6 +26,7 @@ from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from
 from app.providers.json_body import parse_json_object
 from app.settings import Settings, SourceConfig
+from app.tracing import NO_SPAN, DeliverySpan, receiver_tracing
 
 # The least time a request may wait for Redis, however long its upload took.
 MIN_WAIT = 0.25
@@ -67,10 +68,13 @@ class Receiver:
         }
         self.public_url = settings.webhook_public_url
         self.intake = AsyncIntake(settings, redis)
+        self.tracing = receiver_tracing(settings.otel)
         # Each source's series, looked up once: `labels()` takes a lock and hashes its keys.
         self.series = {name: SourceSeries.of(name) for name in settings.sources}
 
-    async def receive(self, source_name: str, request: Request) -> Outcome:
+    async def receive(
+        self, source_name: str, request: Request, span: DeliverySpan = NO_SPAN
+    ) -> Outcome:
         started = time.perf_counter()
         verifier = self.verifiers.get(source_name)
         if verifier is None:
@@ -78,18 +82,24 @@ class Receiver:
         raw = await read_body(request, self.settings.webhook_max_body_bytes)
         received_at = time.time()
         inbound = self._inbound(verifier, request, raw, received_at)
-        if verifier.fetches_keys:
-            delivery = await self._check_fetching(verifier, inbound, started)
-        else:
-            delivery = verifier.check(inbound)
+        with span.step("verify"):
+            if verifier.fetches_keys:
+                delivery = await self._check_fetching(verifier, inbound, started)
+            else:
+                delivery = verifier.check(inbound)
+        span.event(verifier.source.provider, delivery)
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
             return Outcome(body={}, reply=delivery.reply)
         # The signature does not cover the id: what it covers is claimed too.
         digest = None if verifier.id_signed else delivery.signed_digest(raw)
         if delivery.batch:
-            return await self._accept_batch(verifier.source, delivery, raw, received_at, started)
-        return await self._accept(verifier.source, delivery, raw, received_at, started, digest)
+            return await self._accept_batch(
+                verifier.source, delivery, raw, received_at, started, span
+            )
+        return await self._accept(
+            verifier.source, delivery, raw, received_at, started, span, digest
+        )
 
     async def _accept_batch(
         self,
@@ -98,12 +108,13 @@ class Receiver:
         raw: bytes,
         received_at: float,
         started: float,
+        span: DeliverySpan,
     ) -> Outcome:
         """Each event of the batch claimed at once (one pipeline: `batching.py`). Should one
         claim fail, the answer is a 503 and the provider's retry finds the others claimed."""
         outcomes = await asyncio.gather(
             *(
-                self._accept(source, item, item.raw or raw, received_at, started)
+                self._accept(source, item, item.raw or raw, received_at, started, span)
                 for item in delivery.batch
             )
         )
@@ -156,7 +167,9 @@ class Receiver:
             base = f"{scope['scheme']}://{host}"
         return base + path + (f"?{query}" if query else "")
 
-    async def replay(self, source_name: str, request: Request) -> Outcome:
+    async def replay(
+        self, source_name: str, request: Request, span: DeliverySpan = NO_SPAN
+    ) -> Outcome:
         """An event re-sent by an operator, whose signature no longer matches.
 
         Disabled (404, as if absent) unless WEBHOOK_REPLAY_TOKEN is set; the token is
@@ -185,7 +198,8 @@ class Receiver:
             ),
             headers={"x-webhook-replayed-from": "replay-endpoint"},
         )
-        return await self._accept(verifier.source, delivery, raw, time.time(), started)
+        span.event(verifier.source.provider, delivery)
+        return await self._accept(verifier.source, delivery, raw, time.time(), started, span)
 
     async def _accept(
         self,
@@ -194,6 +208,7 @@ class Receiver:
         raw: bytes,
         received_at: float,
         started: float,
+        span: DeliverySpan,
         signed_digest: str | None = None,
     ) -> Outcome:
         source_name = source.name
@@ -201,9 +216,10 @@ class Receiver:
         # request's arrival; never cut below a floor, so a slow upload still gets its try.
         wait = max(self.settings.webhook_ack_timeout - (time.perf_counter() - started), MIN_WAIT)
         try:
-            claim = await self.intake.claim_and_enqueue(
-                source, delivery, raw, received_at, wait, signed_digest
-            )
+            with span.step("claim"):
+                claim = await self.intake.claim_and_enqueue(
+                    source, delivery, raw, received_at, wait, signed_digest, span.traceparent
+                )
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"

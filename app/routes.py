@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from redis.exceptions import RedisError
 
+from app.errors import WebhookError
 from app.providers import Reply
 from app.receiver import Receiver
 
@@ -37,7 +38,13 @@ async def handshake_webhook(source: str, request: Request, receiver: ReceiverDep
 
 @router.post("/webhooks/{source}/replay", summary="Re-send an event (X-Replay-Token)")
 async def replay_webhook(source: str, request: Request, receiver: ReceiverDep) -> JSONResponse:
-    outcome = await receiver.replay(source, request)
+    with receiver.tracing.delivery(source, request.scope["headers"]) as span:
+        try:
+            outcome = await receiver.replay(source, request, span)
+        except WebhookError as exc:
+            span.ended("rejected", exc.status_code, exc.reason)
+            raise
+        span.ended(outcome.body["status"], 200)
     return JSONResponse(outcome.body)
 
 

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
     # Seconds one key or certificate fetch may take before the request gets a 503.
     webhook_fetch_timeout: float = Field(5.0, gt=0, le=30)
     per_source: dict[str, str] = Field(default_factory=dict, repr=False)
+    # The OTEL_* variables (environment over `.env`); OTEL_EXPORTER_OTLP_HEADERS may hold
+    # a token, hence out of repr. What they switch on: `app/tracing.py`.
+    otel: dict[str, str] = Field(default_factory=dict, repr=False)
 
     @classmethod
     def settings_customise_sources(

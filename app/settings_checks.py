@@ -22,6 +22,7 @@ from app.sources import (
     resolve_sources,
     split_secrets,
 )
+from app.tracing import tracing_wanted
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -77,6 +78,10 @@ def problems(settings: Settings) -> list[str]:
         )
     try:
         settings.redis_target  # noqa: B018 - parsing is the validation
+    except ConfigError as exc:
+        found.append(str(exc))
+    try:
+        tracing_wanted(settings.otel)
     except ConfigError as exc:
         found.append(str(exc))
     if (

@@ -162,7 +162,15 @@ class PerSourceVariables(PydanticBaseSettingsSource):
             found.update({k: v for k, v in dotenv_values(self.env_file).items() if v is not None})
         found.update(os.environ)
         picked = {k: v for k, v in found.items() if k.startswith(PER_SOURCE_PREFIXES)}
-        return {"per_source": picked} if picked else {}
+        # OpenTelemetry's own variables, which its SDK reads from the environment alone:
+        # gathered here so that a `.env` line switches tracing on too (`app/tracing.py`).
+        otel = {k: v for k, v in found.items() if k.startswith("OTEL_")}
+        gathered: dict[str, Any] = {}
+        if picked:
+            gathered["per_source"] = picked
+        if otel:
+            gathered["otel"] = otel
+        return gathered
 
 
 @dataclass(frozen=True, slots=True)

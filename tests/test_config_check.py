@@ -39,7 +39,9 @@ def _rows(output: str) -> dict[str, tuple[str, str]]:
     origin_at, value_at = header.index("FROM"), header.index("VALUE")
     rows = {}
     for line in lines[1:]:
-        if not line.startswith(("WEBHOOK_", "REDIS_", "REPLAY_", "STRIPE_", "GITHUB_", "RQ_")):
+        if not line.startswith(
+            ("WEBHOOK_", "REDIS_", "REPLAY_", "STRIPE_", "GITHUB_", "RQ_", "OTEL_")
+        ):
             break
         rows[line.split()[0]] = (line[origin_at:value_at].strip(), line[value_at:].strip())
     return rows
@@ -53,11 +55,28 @@ def test_every_setting_is_listed_with_where_it_came_from(
     result = webhooks("config", "check")
     assert result.exit_code == 0, result.output
     rows = _rows(result.stdout)
-    assert {name.upper() for name in Settings.model_fields} - {"PER_SOURCE"} <= set(rows)
+    assert {name.upper() for name in Settings.model_fields} - {"PER_SOURCE", "OTEL"} <= set(rows)
     assert rows["WEBHOOK_QUEUE"] == ("environment", "from-the-shell")
     assert rows["WEBHOOK_KEY_PREFIX"] == (".env", "staging")
     assert rows["REPLAY_TOLERANCE"] == ("default", "300")
     assert "ok: the checks every process makes at startup pass" in result.stdout
+    assert not [name for name in rows if name.startswith("OTEL")]
+
+
+def test_the_tracing_variables_set_are_listed_and_a_collector_token_masked(
+    checkout: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout(
+        f"WEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}OTEL_TRACES_EXPORTER=otlp\n"
+        "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20s3cr3t-t0ken\n"
+    )
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "hooks-eu")
+    result = webhooks("config", "check")
+    rows = _rows(result.stdout)
+    assert rows["OTEL_TRACES_EXPORTER"] == (".env", "otlp")
+    assert rows["OTEL_SERVICE_NAME"] == ("environment", "hooks-eu")
+    assert rows["OTEL_EXPORTER_OTLP_HEADERS"][1].startswith("****")
+    assert "s3cr3t-t0ken" not in result.output
 
 
 def test_per_source_variables_are_listed_and_a_missing_secret_is_shown_unset(

@@ -56,6 +56,7 @@ BAD_VALUES = {
     "WEBHOOK_REPLICA_ACKS": ("many", "valid integer"),
     "WEBHOOK_REPLICA_ACK_TIMEOUT": ("soon", "valid number"),
     "WEBHOOK_REPLICA_ACK_MODE": ("fsync", "'wait' or 'waitaof'"),
+    "OTEL_TRACES_EXPORTER": ("zipkin-exporter", "is not one of otlp, console, none"),
 }
 # Free text that any value satisfies, or checked where it is used (handlers on import).
 UNCONSTRAINED = {
@@ -66,8 +67,9 @@ UNCONSTRAINED = {
     "WEBHOOK_FETCH_ALLOW",
     "REDIS_SENTINEL_USERNAME",
     "PER_SOURCE",
+    "OTEL",  # the OTEL_* variables, gathered: OTEL_TRACES_EXPORTER is checked below
 }
-PER_SOURCE = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_")
+PER_SOURCE = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_", "OTEL_")
 VARIABLES = {name.upper() for name in Settings.model_fields}
 CHECKED = sorted(v for v in BAD_VALUES if v in VARIABLES or v.startswith(PER_SOURCE))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -172,8 +173,15 @@ class HandlerRun:
         return self.entry.name
 
 
+# A handler's span around its turn, given its name; what it yields hears how it ended.
+HandlerSpan = Callable[[str], AbstractContextManager[Callable[[HandlerRun], None]]]
+
+
 def run_handlers(
-    event: Event, entries: list[Registered], report: Callable[[HandlerRun], None] | None = None
+    event: Event,
+    entries: list[Registered],
+    report: Callable[[HandlerRun], None] | None = None,
+    span: HandlerSpan | None = None,
 ) -> list[HandlerRun]:
     """Run each handler in order, whatever the others do, as the worker's job does: a
     guarded one only when the event is newer than its entity's applied version, else it
@@ -181,10 +189,16 @@ def run_handlers(
     its permanent one) and the next handler runs. A timeout (RQ's `JobTimeoutException`)
     or a `BaseException` ends the whole attempt: reported as the running handler's
     failure, then raised. `report` hears each turn as it ends: the worker checkpoints
-    successes with it, and the pytest plugin's outcome is made of the same turns."""
+    successes with it, and the pytest plugin's outcome is made of the same turns. `span`
+    (tracing on) wraps each turn in its span (`workers/runtime/spans.py`)."""
     runs: list[HandlerRun] = []
     for entry in entries:
-        run = _turn(event, entry)
+        if span is None:
+            run = _turn(event, entry)
+        else:
+            with span(entry.name) as ended:
+                run = _turn(event, entry)
+                ended(run)
         runs.append(run)
         if report is not None:
             report(run)

@@ -31,7 +31,13 @@ from workers.dev.stackfile import DEV_ENV, STACK_FILE, StackFile, credentials
 from workers.ops.target import Target
 
 # Per-source variables that hold a secret: the signing secret, and Meta's verify token.
-SECRET_PREFIXES = ("WEBHOOK_SECRET_", "WEBHOOK_VERIFY_TOKEN_")
+# OTLP's headers carry a collector's token (`authorization=Bearer ...`).
+SECRET_PREFIXES = (
+    "WEBHOOK_SECRET_",
+    "WEBHOOK_VERIFY_TOKEN_",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+)
 MASK = "********"
 NOT_SET = "(not set)"
 # user:password@ in any scheme://, up to the last @ before the host (as redis-py and urlparse
@@ -122,6 +128,15 @@ class Provenance:
                         return value, origin
         return None
 
+    def otel_names(self) -> set[str]:
+        """The OpenTelemetry variables set (`app/tracing.py`): listed only when set."""
+        return {
+            name
+            for values in (self.environment, self.dotenv)
+            for name in values
+            if name.startswith("OTEL_")
+        }
+
     def per_source_names(self) -> set[str]:
         return {
             name
@@ -136,7 +151,7 @@ def setting_lines(provenance: Provenance, sources: list[str]) -> list[SettingLin
     source's secret listed even when it is missing)."""
     lines = []
     for field_name, info in Settings.model_fields.items():
-        if field_name == "per_source":
+        if field_name in ("per_source", "otel"):
             continue
         name = field_name.upper()
         found = provenance.find(name)
@@ -145,7 +160,7 @@ def setting_lines(provenance: Provenance, sources: list[str]) -> list[SettingLin
             lines.append(SettingLine(name, _shown_default(name, default), Origin.DEFAULT))
         else:
             lines.append(SettingLine(name, _shown(name, found[0]), found[1]))
-    wanted = provenance.per_source_names() | _secrets_of(sources)
+    wanted = provenance.per_source_names() | provenance.otel_names() | _secrets_of(sources)
     if provenance.find("WEBHOOK_SIGNING_SECRET") is not None:
         # The default source's secret is given the seed articles' way: not missing.
         wanted -= {"WEBHOOK_SECRET_" + env_suffix(LEGACY_SOURCE)} - provenance.per_source_names()

@@ -56,6 +56,8 @@ class LedgerRecord:
     # KEPT_ATTEMPTS; `attempts` counts them all), each with its handlers' turns.
     handlers: dict[str, HandlerState] = field(default_factory=dict)
     attempt_log: tuple[AttemptRecord, ...] = ()
+    # The delivery's trace (`app/tracing.py`), for a replay to link to; '' when untraced.
+    trace: str = ""
 
     @property
     def attempts_left_out(self) -> int:
@@ -91,6 +93,7 @@ class LedgerRecord:
             # Written by the claim script only, which stores no field for JSON.
             payload_format=PayloadFormat.FORM if string("format") == "form" else PayloadFormat.JSON,
             handlers=_handlers(fields.get("handlers")) or lasting_states(attempt_log),
+            trace=string("trace"),
             attempt_log=attempt_log,
         )
 

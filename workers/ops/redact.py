@@ -35,6 +35,9 @@ def configured_secrets(settings: Settings) -> list[str]:
     for variable, value in settings.per_source.items():
         if variable.startswith(SECRET_VARIABLES):
             found += [value, *value.split(",")]
+    for variable, value in settings.otel.items():
+        if variable.endswith("_HEADERS"):  # OTLP's: a collector's token
+            found += [value, *(part.partition("=")[2] for part in value.split(","))]
     try:
         found += [
             s.get_secret_value() for source in settings.sources.values() for s in source.secrets

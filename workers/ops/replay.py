@@ -190,6 +190,8 @@ class LedgerReplay:
         # Its attempts go on counting from the record's: a count restarted at 1 would write
         # its attempts over the record's first ones (`run:<n>`), and show attempt 1 twice.
         job.meta.attempts = job.meta.budget_start = full.attempts
+        # Its attempt starts a trace of its own, linked to the delivery's (tracing on).
+        job.meta.trace_link = full.trace
         return Replayed.ENQUEUED if self._enqueue(job) else Replayed.PENDING
 
     def _enqueue(self, job: NewJob) -> bool:

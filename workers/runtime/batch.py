@@ -27,6 +27,8 @@ from rq.registry import FinishedJobRegistry, StartedJobRegistry
 from rq.results import Result
 from rq.utils import current_timestamp, now, utcformat
 
+from workers.runtime.spans import NO_SPAN, BatchSpan
+
 
 class Fate(Enum):
     """What became of one job of a batch."""
@@ -55,6 +57,8 @@ class Batch:
     queue: Queue
     entries: list[Entry] = field(default_factory=list)
     # Built once: RQ resolves its serializer anew for every registry object it makes.
+    # Its span of the shared work (take, begin, settle), when tracing is on.
+    trace: BatchSpan = NO_SPAN
     started: StartedJobRegistry = field(init=False)
     finished: FinishedJobRegistry = field(init=False)
 

@@ -40,7 +40,14 @@ from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
 from app.keys import Keys
 from app.turns import FAILURES, HandlerState, cut_error
 from workers.event import Event, PermanentError
-from workers.registry import HandlerRun, HandlersFailed, Registered, registry, run_handlers
+from workers.registry import (
+    HandlerRun,
+    HandlersFailed,
+    HandlerSpan,
+    Registered,
+    registry,
+    run_handlers,
+)
 from workers.versions import JobContext, current
 
 # Hears how each job's handlers ended: the event, the matching handlers, each turn, and
@@ -53,6 +60,8 @@ watching: ContextVar[Watcher | None] = ContextVar("webhook_watcher", default=Non
 checkpointing: ContextVar[Callable[[Job], None] | None] = ContextVar(
     "webhook_checkpoint", default=None
 )
+# Each handler's span (tracing on): set by the runner around its batch, like `checkpointing`.
+handler_spans: ContextVar[HandlerSpan | None] = ContextVar("webhook_handler_spans", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +120,7 @@ def deliver(*args: Any) -> str:
 
     token = current.set(_context(job, meta)) if job is not None and meta else None
     try:
-        run_handlers(event, plan.todo, turn_ended)
+        run_handlers(event, plan.todo, turn_ended, handler_spans.get())
     except BaseException as exc:  # a timeout, or an exit: the attempt ends here
         _keep(job, meta, states, turns, save=True)
         if watcher is not None:

@@ -29,6 +29,7 @@ from redis.exceptions import RedisError
 from app.logs import logger
 from app.settings import Settings
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
+from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.take import read_job
 
 _LENGTH = struct.Struct("!I")
@@ -99,10 +100,17 @@ def die_with_parent(parent: int) -> None:
 
 
 class Horse:
-    def __init__(self, connection: Redis, settings: Settings, stop: StopAfterCurrent) -> None:
+    def __init__(
+        self,
+        connection: Redis,
+        settings: Settings,
+        stop: StopAfterCurrent,
+        spans: WorkerSpans = NO_SPANS,
+    ) -> None:
         self.connection = connection
         self.settings = settings
         self.stop = stop
+        self.spans = spans
         self.pid = 0
         self.tasks = self.reports = -1
         self.reader: Reader | None = None
@@ -134,6 +142,9 @@ class Horse:
             except BaseException:
                 logger.exception("the batch child failed")
             finally:
+                # Its spans still buffered: `os._exit` runs no exit handler.
+                with contextlib.suppress(Exception):
+                    self.spans.shutdown()
                 os._exit(code)
         os.close(task_read)
         os.close(report_write)
@@ -141,11 +152,21 @@ class Horse:
         self.reader = Reader(report_read)
 
     def serve(self, tasks: Reader, reports: int) -> None:
-        """The child: each batch is a list of job hashes; run them, report, repeat."""
-        while (hashes := tasks.read_one()) is not None:
+        """The child: each batch is its job hashes and its span's context; run them,
+        report, repeat."""
+        while (batch := tasks.read_one()) is not None:
+            hashes, batch_trace = batch
             # The worker read the same hashes when it took them.
             jobs = [read_job(job_id, fields, self.connection) for job_id, fields in hashes]
-            run_batch(jobs, self.connection, self.settings, lambda r: send(reports, r), self.stop)
+            run_batch(
+                jobs,
+                self.connection,
+                self.settings,
+                lambda r: send(reports, r),
+                self.stop,
+                spans=self.spans,
+                batch_trace=batch_trace,
+            )
             send(reports, Done())
             # Reset only now: a stop asked for before the batch was read applies to it.
             self.stop.requested = False
@@ -157,6 +178,7 @@ class Horse:
         idle: Callable[[], None],
         interval: float,
         before_wait: Callable[[], None],
+        batch_trace: str = "",
     ) -> int:
         """Send a batch and take its reports until `Done`. Returns 0, or the child's exit
         status when it died mid-batch (it is then reaped, and replaced on the next batch).
@@ -164,7 +186,7 @@ class Horse:
         self.ensure()
         assert self.reader is not None
         try:
-            send(self.tasks, hashes)
+            send(self.tasks, (hashes, batch_trace))
         except BrokenPipeError:
             return self.reap()  # it died before reading the batch: no job started
         before_wait()

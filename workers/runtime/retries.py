@@ -41,6 +41,8 @@ def restore_budget(job: Job, meta: JobMeta, settings: Settings, all_handlers: bo
     meta.dead_at = None
     meta.requeues += 1
     meta.forget_failures(all_handlers)
+    # Its next attempt starts a trace of its own, linked to this one (tracing on).
+    meta.trace_link, meta.trace = meta.trace or meta.trace_link, ""
 
 
 def on_failure(

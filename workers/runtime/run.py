@@ -29,6 +29,7 @@ from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
 from workers.registry import registry
 from workers.runtime.recovery import release_previous
+from workers.runtime.spans import NO_SPANS, WorkerSpans, worker_spans
 from workers.runtime.worker import WebhookWorker
 
 PROBE_EVERY = 0.5
@@ -52,7 +53,10 @@ def import_handlers(settings: Settings) -> None:
 
 
 def build_worker(
-    settings: Settings, connection: Redis | None = None, scheduler_name: str | None = None
+    settings: Settings,
+    connection: Redis | None = None,
+    scheduler_name: str | None = None,
+    spans: WorkerSpans = NO_SPANS,
 ) -> WebhookWorker:
     connection = connection or sync_client(settings, WORKER)
     queue = Queue(settings.webhook_queue, connection=connection)
@@ -61,6 +65,7 @@ def build_worker(
         connection=connection,
         settings=settings,
         scheduler_name=scheduler_name,
+        spans=spans,
         maintenance_interval=settings.webhook_maintenance_interval,
         # Descriptions hold event ids; the JSON state lines already say what ran.
         log_job_description=False,
@@ -92,6 +97,14 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     # RQ's lines in ours, its maintenance at DEBUG (app/library_logs.py).
     route_library_logs("rq")
     import_handlers(settings)
+    spans = worker_spans(settings)
+    try:
+        supervise(settings, burst, spans)
+    finally:
+        spans.shutdown()  # what is still buffered is exported before the process ends
+
+
+def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
     loss = RedisLoss()
     logging.getLogger("rq.worker").addFilter(loss)
     problems = ProblemLog("worker", settings.redis_target)
@@ -103,7 +116,7 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
         worker: WebhookWorker | None = None
         connection = sync_client(settings, WORKER)
         try:
-            worker = build_worker(settings, connection, scheduler_name)
+            worker = build_worker(settings, connection, scheduler_name, spans)
             if previous:
                 release_previous(connection, worker.queues[0], previous)
             problems.recovered()

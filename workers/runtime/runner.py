@@ -26,9 +26,10 @@ from rq.utils import now
 from app.jobstate import EventStatus, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
-from workers.runtime.deliver import checkpointing
+from workers.runtime.deliver import checkpointing, handler_spans
 from workers.runtime.outcomes import begin, read_event
 from workers.runtime.retries import restore_budget
+from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.stream import Stream
 from workers.runtime.tracebacks import failures_of, stored_traceback
 
@@ -127,54 +128,75 @@ def run_batch(
     report: Report,
     stop: StopAfterCurrent,
     between: Callable[[], None] | None = None,
+    spans: WorkerSpans = NO_SPANS,
+    batch_trace: str = "",
 ) -> None:
     """Run the jobs in order, reporting each; `between` runs before each handler (the
-    worker's heartbeat, when the batch runs in its own process)."""
+    worker's heartbeat, when the batch runs in its own process). With tracing on, each
+    attempt's span links to `batch_trace`, the batch's."""
     with Stream(connection) as stream, Deadline() as deadline:
         token = checkpointing.set(lambda job: _checkpoint(stream, job))
+        traced = handler_spans.set(None if spans is NO_SPANS else spans.handler)
         try:
-            _run(jobs, settings, report, stop, between, stream, deadline)
+            run = Run(settings, report, stop, between, stream, deadline, spans, batch_trace)
+            for index, job in enumerate(jobs):
+                if stop.requested:
+                    return
+                run.one(index, job)
         finally:
+            handler_spans.reset(traced)
             checkpointing.reset(token)
 
 
-def _run(
-    jobs: list[Job],
-    settings: Settings,
-    report: Report,
-    stop: StopAfterCurrent,
-    between: Callable[[], None] | None,
-    stream: Stream,
-    deadline: Deadline,
-) -> None:
-    for index, job in enumerate(jobs):
-        if stop.requested:
-            return
-        if between is not None:
-            between()
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One batch's run: what each job's attempt needs."""
+
+    settings: Settings
+    report: Report
+    stop: StopAfterCurrent
+    between: Callable[[], None] | None
+    stream: Stream
+    deadline: Deadline
+    spans: WorkerSpans
+    batch_trace: str
+
+    def one(self, index: int, job: Job) -> None:
+        if self.between is not None:
+            self.between()
         try:
-            meta, _ = read_event(job)
+            meta, call = read_event(job)
         except UnreadableJob as exc:
-            report(refused(index, job, str(exc)))
-            continue
+            self.report(refused(index, job, str(exc)))
+            return
         requeued = meta.budget_spent_elsewhere(int(job.retries_left or 0))
         if requeued:
-            restore_budget(job, meta, settings)
+            restore_budget(job, meta, self.settings)
             log_state("requeued", *meta.labels, job_id=job.id, by="rq")
         meta.attempts += 1
         meta.state = EventStatus.RUNNING
         meta.turns = []  # this attempt's, as they end
-        begin(stream, job, meta, requeued)
-        stream.send()
-        report(Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta)))
-        ended = perform(index, job, deadline)
+        replayed = "x-webhook-replayed-from" in call.headers
+        with self.spans.attempt(job, meta, self.batch_trace, replayed) as span:
+            begin(self.stream, job, meta, requeued)
+            self.stream.send()
+            self.report(
+                Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta))
+            )
+            ended = perform(index, job, self.deadline)
+            span.ended(job, meta, ended.ok, _last_line(ended.exc_string))
         # `deliver` wrote its outcome and each handler's turn in the meta: if the worker
         # dies before it settles the batch, a live worker's recovery settles this job from
         # it (a success), or retries it without the handlers that succeeded (a failure).
         # Sent at once, not with the next job's start (one write fewer, 5 to 8% of the
         # drain): until then a dead worker's recovery would run them again.
-        _write_meta(stream, job)
-        report(ended)
+        _write_meta(self.stream, job)
+        self.report(ended)
+
+
+def _last_line(text: str) -> str:
+    """A stored traceback's last line: the exception, as the ledger's error shows it."""
+    return text.rstrip().rsplit("\n", 1)[-1] if text else ""
 
 
 def _checkpoint(stream: Stream, job: Job) -> None:

@@ -42,6 +42,7 @@ from workers.runtime.horse import Horse
 from workers.runtime.maintenance import MaintainedWorker
 from workers.runtime.runner import DEFAULT_TIMEOUT, Ended, Started, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
+from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.take import take
 
 # Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
@@ -53,7 +54,12 @@ WORKER_TTL = 35
 
 class WebhookWorker(MaintainedWorker):
     def __init__(
-        self, *args: Any, settings: Settings, scheduler_name: str | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        settings: Settings,
+        scheduler_name: str | None = None,
+        spans: WorkerSpans = NO_SPANS,
+        **kwargs: Any,
     ) -> None:
         kwargs.setdefault("job_monitoring_interval", HEARTBEAT_INTERVAL)
         kwargs.setdefault("worker_ttl", WORKER_TTL)
@@ -63,7 +69,9 @@ class WebhookWorker(MaintainedWorker):
         self.isolated = settings.webhook_worker_mode == "fork"
         self.stop_signalled = False
         self.stop_after_current = StopAfterCurrent()
-        self.horse = Horse(self.connection, settings, self.stop_after_current)
+        self.spans = spans
+        self.horse = Horse(self.connection, settings, self.stop_after_current, spans)
+        self._took = (0, 0)  # when the batch's take started and ended (ns), for its span
         self._batch: Batch | None = None
         self._beat_at = 0.0
         self._critical = 0
@@ -87,6 +95,7 @@ class WebhookWorker(MaintainedWorker):
             if self.should_run_maintenance_tasks:
                 self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
             size = self.settings.webhook_batch_size
+            took = time.time_ns()
             found = take(self.connection, queue, size, None)
             if found is None and self._unsettled is not None:
                 # Nothing to overlap it with: settle it now (a retry may come of it).
@@ -102,8 +111,10 @@ class WebhookWorker(MaintainedWorker):
                     if left <= 0:
                         return None
                     block = max(1, min(timeout, int(left)))
+                took = time.time_ns()
                 found = take(self.connection, queue, size, block)
             if found is not None:
+                self._took = (took, time.time_ns())
                 self._batch = found
                 return found.entries[0].job, queue
 
@@ -111,9 +122,10 @@ class WebhookWorker(MaintainedWorker):
         batch, self._batch = self._batch, None
         assert batch is not None and batch.entries[0].job is job
         ttl = self.batch_ttl(batch)
+        batch.trace = self.spans.batch(len(batch.entries), *self._took)
         # One transaction: a begin cut partway would leave jobs off the intermediate queue
         # and not yet in the started registry, where no recovery looks.
-        with self.critical(), self.connection.pipeline() as pipe:
+        with self.critical(), batch.trace.step("begin"), self.connection.pipeline() as pipe:
             batches.begin(pipe, self, batch, ttl)
             self.set_state(WorkerStatus.BUSY, pipeline=pipe)
             self.heartbeat(ttl, pipeline=pipe)
@@ -125,15 +137,24 @@ class WebhookWorker(MaintainedWorker):
             self.settle_unsettled()
             report, stop = self.reported(batch), self.stop_after_current
             run_batch(
-                batch.jobs, self.connection, self.settings, report, stop, self.beat_when_due(batch)
+                batch.jobs,
+                self.connection,
+                self.settings,
+                report,
+                stop,
+                self.beat_when_due(batch),
+                self.spans,
+                batch.trace.traceparent,
             )
         self._unsettled = batch
 
     def settle_unsettled(self) -> None:
         if self._unsettled is not None:
-            with self.critical():
-                settle_batch(self, self._unsettled)
+            batch = self._unsettled
+            with self.critical(), batch.trace.step("settle"):
+                settle_batch(self, batch)
                 self._unsettled = None
+            batch.trace.end()
 
     def teardown(self) -> None:
         try:
@@ -208,6 +229,7 @@ class WebhookWorker(MaintainedWorker):
             lambda: self.keep_alive(batch),
             self.job_monitoring_interval,
             before_wait=self.settle_unsettled,
+            batch_trace=batch.trace.traceparent,
         )
         self._horse_pid = self.horse.pid
         if status:
