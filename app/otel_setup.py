@@ -79,9 +79,10 @@ def provider(service: str) -> TracerProvider:
 
 
 def traceparent_of(span: trace.Span) -> str:
-    """The W3C `traceparent` of a span ('' for one that is not sampled)."""
+    """The W3C `traceparent` of a span, sampled or not: a delivery the receiver's sampler
+    left out carries that decision to the worker, whose spans then follow it."""
     context = span.get_span_context()
-    if not context.is_valid or not context.trace_flags.sampled:
+    if not context.is_valid:
         return ""
     carrier: dict[str, str] = {}
     _PROPAGATOR.inject(carrier, trace.set_span_in_context(span))

@@ -209,6 +209,22 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
         assert leak not in exported
 
 
+def test_a_delivery_the_receiver_does_not_sample_is_not_traced_by_the_worker(
+    traced_stack: Callable[[str], Stack], collector: Collector, redis: Redis
+) -> None:
+    stack = traced_stack("fork")
+    web = stack.start("web", OTEL_TRACES_SAMPLER="always_off")
+    stack.start("worker")  # the default sampler: parent-based
+    assert post(web.url, "evt_unsampled").status_code == 200
+    wait_until(lambda: effects(redis, "evt_unsampled") == 1, 30, "the event handled")
+    # The batch's span (a root of the worker's own) is exported: its settle is the last.
+    collector.wait_for(
+        lambda spans: any(s.name == "webhook settle" for s in spans), "the batch's settle"
+    )
+    assert not [s for s in collector.all() if s.service == "webhook-receiver"]
+    assert not [s for s in collector.all() if s.attr("webhook.event_id") == "evt_unsampled"]
+
+
 def test_an_unreachable_collector_fails_no_delivery(
     redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
 ) -> None:
