@@ -4,6 +4,7 @@ attempt -> handler, in both worker modes."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -93,6 +94,20 @@ def batch_of(collector: Collector, attempt: Span) -> Span:
     return next(s for s in spans if (s.trace_id, s.span_id) == linked)
 
 
+def cli(stack: Stack, *args: str) -> str:
+    """The `webhooks` command, as an operator runs it against the stack's Redis."""
+    ran = subprocess.run(
+        [str(Path(sys.executable).parent / "webhooks"), *args],
+        env={**stack.env, "PATH": "/usr/bin:/bin"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    return ran.stdout
+
+
 @pytest.fixture
 def traced_stack(
     redis_server: RedisServer, make_stack: Callable[..., Stack], collector: Collector
@@ -148,6 +163,9 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
     handler = handler_of(collector, attempt)
     assert handler.name == "handler tests.e2e_handlers.count"
     assert handler.attr("webhook.handler_state") == "done"
+    # The command shows the delivery's trace id, to look it up in the tracing backend.
+    shown = json.loads(cli(stack, "events", "show", "inbound", ok, "--json"))
+    assert shown["trace_id"] == received.trace_id
     batch = batch_of(collector, attempt)
     assert batch.trace_id != received.trace_id
     collector.wait_for(
@@ -180,15 +198,7 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
     # Its requeue (the cause fixed) starts a trace of its own, linked to the delivery's.
     redis.delete(f"fail:{dead}")
     job_id = job_id_for("inbound", dead)
-    requeue = subprocess.run(
-        [str(Path(sys.executable).parent / "webhooks"), "dead", "requeue", job_id],
-        env={**stack.env, "PATH": "/usr/bin:/bin"},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert requeue.returncode == 0, requeue.stdout + requeue.stderr
+    cli(stack, "dead", "requeue", job_id)
     *_, third = attempts(collector, dead, 3)
     assert third.attr("webhook.outcome") == "done" and third.attr("webhook.requeues") == 1
     (again,) = [s for s in collector.trace(third.trace_id) if s.span_id == third.parent_id]

@@ -75,6 +75,8 @@ def events_show(source: str, event_id: str, as_json: bool) -> None:
             "WEBHOOK_LEDGER_TTL"
         )
     shown = record.summary()
+    if record.trace_id:  # the delivery's trace, to look up in the tracing backend
+        shown["trace_id"] = record.trace_id
     handlers = states_json(record.handlers)
     attempt_log = attempts_json(record.attempt_log)
     if as_json:

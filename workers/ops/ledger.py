@@ -8,6 +8,7 @@ The receiver's claim script writes each record and the worker updates it
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -19,6 +20,9 @@ from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus, PayloadFormat
 from app.keys import Keys, job_id_for
 from app.turns import AttemptRecord, HandlerState, attempts_of, lasting_states, states_of
+
+# A W3C traceparent, version 00: its trace id.
+_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
 
 SUMMARY_FIELDS = (
     "source",
@@ -96,6 +100,12 @@ class LedgerRecord:
             trace=string("trace"),
             attempt_log=attempt_log,
         )
+
+    @property
+    def trace_id(self) -> str:
+        """The delivery's trace id (tracing on: `app/tracing.py`); '' when it has none."""
+        found = _TRACEPARENT.fullmatch(self.trace)
+        return found.group(1) if found else ""
 
     def summary(self) -> dict[str, Any]:
         """The record as JSON-ready fields with ISO 8601 times, without the payload."""
