@@ -219,6 +219,40 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
         assert leak not in exported
 
 
+def test_each_refusal_is_traced_with_its_status_and_reason(
+    traced_stack: Callable[[str], Stack], collector: Collector
+) -> None:
+    web = traced_stack("fork").start("web")
+    body = event_body("evt_refused", note=MARKER)
+    url = f"{web.url}/webhooks/inbound"
+    refusals = {
+        401: httpx.post(url, content=body, headers={"X-Signature-256": "sha256=" + "0" * 64}),
+        404: httpx.post(f"{web.url}/webhooks/nowhere", content=body),
+        400: httpx.post(url, content=b"not json", headers={"X-Signature-256": sign(b"not json")}),
+        413: httpx.post(url, content=b"x" * 2_000_000),
+    }
+    assert {status: answer.status_code for status, answer in refusals.items()} == {
+        status: status for status in refusals
+    }
+    spans = collector.wait_for(
+        lambda spans: len([s for s in spans if s.attr("webhook.outcome") == "rejected"]) >= 4,
+        "four refusals",
+    )
+    refused = {
+        s.attr("http.response.status_code"): s.attr("webhook.reason")
+        for s in spans
+        if s.name == DELIVERY
+    }
+    assert refused == {
+        401: "invalid_signature",
+        404: "unknown_source",
+        400: "invalid_payload",
+        413: "body_too_large",
+    }
+    failed = {s.status_message for s in spans if s.name == "webhook verify" and s.status == 2}
+    assert failed == {"invalid_signature", "invalid_payload"}
+
+
 def test_a_delivery_the_receiver_does_not_sample_is_not_traced_by_the_worker(
     traced_stack: Callable[[str], Stack], collector: Collector, redis: Redis
 ) -> None:
