@@ -253,6 +253,21 @@ def test_each_refusal_is_traced_with_its_status_and_reason(
     assert failed == {"invalid_signature", "invalid_payload"}
 
 
+def test_the_other_routes_are_traced_by_the_fastapi_instrumentation_and_a_handshake_is_not(
+    traced_stack: Callable[[str], Stack], collector: Collector
+) -> None:
+    web = traced_stack("fork").start("web")
+    handshake = httpx.get(f"{web.url}/webhooks/inbound", headers={"traceparent": SENDER_PARENT})
+    assert handshake.status_code == 405
+    assert httpx.get(f"{web.url}/readyz").status_code == 200
+    spans = collector.wait_for(
+        lambda spans: any(s.name == "GET /readyz" for s in spans), "the probe's span"
+    )
+    (probe,) = [s for s in spans if s.name == "GET /readyz"]
+    assert probe.service == "webhook-receiver"
+    assert not [s for s in spans if s.trace_id == SENDER_TRACE or "webhooks" in s.name]
+
+
 def test_a_delivery_the_receiver_does_not_sample_is_not_traced_by_the_worker(
     traced_stack: Callable[[str], Stack], collector: Collector, redis: Redis
 ) -> None:
