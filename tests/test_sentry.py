@@ -188,16 +188,21 @@ def test_the_payload_is_sent_only_when_asked_for_and_the_secret_never(
 ) -> None:
     stack = sentry_stack("fork", "final", retries=0, WEBHOOK_SENTRY_SEND_PAYLOAD="true")
     post(stack, "evt_payload", "order.hostile")
-    wait_dead(ingest, "evt_payload")
+    post(stack, "evt_leaky", "order.leaky")
+    wait_dead(ingest, "evt_payload", "evt_leaky")
     stop_worker(stack)
 
-    (event,) = ingest.all()
+    (leaky,) = ingest.of("evt_leaky")
+    assert exception(leaky)["value"] == "refused with [redacted]"
+    (event,) = ingest.of("evt_payload")
     assert exception(event)["value"] == f"cannot parse {MARKER}"
     assert event["extra"]["webhook.payload"]["note"] == MARKER
     # The handler's local variables, its event among them.
     (handler_frame,) = [f for f in exception(event)["stacktrace"]["frames"] if f["in_app"]]
     assert MARKER in handler_frame["vars"]["event"]
-    assert_nothing_secret(ingest, [("evt_payload", "order.hostile")], payload=True)
+    assert_nothing_secret(
+        ingest, [("evt_payload", "order.hostile"), ("evt_leaky", "order.leaky")], payload=True
+    )
     assert ingest.paths == [f"/api/{PROJECT}/envelope/"] * len(ingest.paths)
     assert KEY  # the DSN's key is how Sentry authenticates: it is sent, by design
 

@@ -1,5 +1,5 @@
 """What a handler error's Sentry event may carry (`workers/runtime/sentry_scrub.py`), on
-events shaped as sentry-sdk hands them to `before_send`."""
+events shaped as sentry-sdk hands them to `before_send`; and which failures are reported."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from workers.event import Event
+import pytest
+
+from app.settings import Settings
+from app.turns import HandlerState
+from workers.event import Event, PermanentError
 from workers.ops.redact import Redactor
+from workers.registry import HandlerRun, Registered
 from workers.runtime.sentry_scrub import Scrub
 
 SECRET = "whsec_the-configured-secret"
@@ -125,3 +130,62 @@ def test_an_event_not_of_a_handler_error_has_its_secrets_blanked() -> None:
         {"message": f"hello {SECRET}", "breadcrumbs": {"values": []}}
     )
     assert sent == {"message": "hello [redacted]"}
+
+
+# Which failures are reported: the SDK's capture replaced by a list.
+def reports(events: str, captured: list[tuple[str, bool]]) -> Any:
+    from workers.runtime.sentry_reports import SentryReports
+
+    settings = Settings.load(
+        _env_file=None,
+        webhook_signing_secret=SECRET,
+        sentry_dsn="https://0123abcd@o1.ingest.example/7",
+        webhook_sentry_events=events,
+    )
+    reporter = SentryReports(settings)
+    reporter._capture = lambda event, run, dead, scrub: captured.append((run.name, dead))  # type: ignore[method-assign]
+    return reporter
+
+
+def turn(name: str, state: HandlerState, error: BaseException | None = None) -> HandlerRun:
+    return HandlerRun(Registered(lambda event: None, name=name), state, error)
+
+
+def test_final_reports_a_permanent_failure_and_a_dead_letters_not_a_retried_one() -> None:
+    captured: list[tuple[str, bool]] = []
+    reporter = reports("final", captured)
+    event = delivery({"id": "evt_1"})
+    runs = [
+        turn("a.done", HandlerState.DONE),
+        turn("a.retried", HandlerState.FAILED, RuntimeError("down")),
+        turn("a.permanent", HandlerState.PERMANENT, PermanentError("never")),
+    ]
+    reporter.attempt_failed(event, runs, dead=False)
+    assert captured == [("a.permanent", False)]
+    captured.clear()
+    reporter.attempt_failed(event, runs[:2], dead=True)
+    assert captured == [("a.retried", True)]
+
+
+def test_attempt_reports_every_failed_handler_of_every_attempt() -> None:
+    captured: list[tuple[str, bool]] = []
+    reporter = reports("attempt", captured)
+    runs = [
+        turn("a.first", HandlerState.FAILED, RuntimeError("down")),
+        turn("a.stale", HandlerState.STALE),
+        turn("a.second", HandlerState.FAILED, TimeoutError("slow")),
+    ]
+    reporter.attempt_failed(delivery({"id": "evt_1"}), runs, dead=False)
+    assert captured == [("a.first", False), ("a.second", False)]
+
+
+def test_a_report_that_fails_fails_no_delivery(caplog: pytest.LogCaptureFixture) -> None:
+    reporter = reports("attempt", [])
+
+    def broken(*args: Any) -> None:
+        raise OSError("the SDK broke")
+
+    reporter._capture = broken
+    runs = [turn("a.first", HandlerState.FAILED, RuntimeError("down"))]
+    reporter.attempt_failed(delivery({"id": "evt_1"}), runs, dead=True)
+    assert "a handler error could not be reported to Sentry" in caplog.text
