@@ -9,7 +9,8 @@ What is sent, and what never is: `workers/runtime/sentry_reports.py`.
 
 Off, nothing of sentry-sdk is imported and `reporting` holds None: one lookup per failed
 attempt. On, `run_worker` sets it once for the process; the fork mode's child inherits
-it with the rest of the process, and flushes it before its `os._exit`.
+it with the rest of the process (the SDK starts no thread before it sends, and starts its
+own in a forked child), and flushes it before its `os._exit`.
 """
 
 from __future__ import annotations
