@@ -10,6 +10,7 @@ values in.
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -42,6 +43,10 @@ DEFAULT_FETCH_ALLOW = (
     "https://production.plaid.com",
     "https://sandbox.plaid.com",
 )
+
+
+# What sentry-sdk reads as a DSN: a key, a host, an optional path, a numeric project id.
+_SENTRY_DSN = re.compile(r"https?://[^@/?#\s]+@[^/?#\s]+(/[^?#\s]*)?/\d+")
 
 
 def _split_csv(value: object) -> object:
@@ -137,6 +142,18 @@ class Settings(BaseSettings):
     # The OTEL_* variables (environment over `.env`); OTEL_EXPORTER_OTLP_HEADERS may hold
     # a token, hence out of repr. What they switch on: `app/tracing.py`.
     otel: dict[str, str] = Field(default_factory=dict, repr=False)
+    # Handler errors in Sentry (`workers/runtime/sentry_reports.py`), off when unset. The
+    # DSN holds the project's key: a secret, checked for its form without the SDK.
+    sentry_dsn: SecretStr | None = None
+    # attempt: an event per failed handler attempt (retries included); final: only when
+    # the handler will not run again for the event (dead letter, or PermanentError).
+    webhook_sentry_events: Literal["attempt", "final"] = "final"
+    # Sends the payload and the handler's local variables; secrets and headers never.
+    webhook_sentry_send_payload: bool = False
+    # Sentry's own rules (it drops what breaks them): an environment has no whitespace nor
+    # slash, up to 64 characters; a release no line break, tab nor slash, up to 200.
+    sentry_environment: str | None = Field(None, pattern=r"^[^\s/]{1,64}$")
+    sentry_release: str | None = Field(None, pattern=r"^[^\t\n\r/\\]{1,200}$")
 
     @classmethod
     def settings_customise_sources(
@@ -171,6 +188,9 @@ class Settings(BaseSettings):
         "stripe_api_key",
         "github_token",
         "redis_sentinel_password",
+        "sentry_dsn",
+        "sentry_environment",
+        "sentry_release",
         mode="before",
     )
     @classmethod
@@ -194,6 +214,17 @@ class Settings(BaseSettings):
     def _blank_url_is_unset(cls, value: object) -> object:
         if isinstance(value, str):
             return value.strip().rstrip("/") or None
+        return value
+
+    @field_validator("sentry_dsn")
+    @classmethod
+    def _dsn_form(cls, value: SecretStr | None) -> SecretStr | None:
+        # Never quoted back: the key is the DSN's user part.
+        if value is not None and not _SENTRY_DSN.fullmatch(value.get_secret_value()):
+            raise ValueError(
+                "must read http(s)://<key>@<host>[/<path>]/<project id> (the project's "
+                "Client Keys page shows it)"
+            )
         return value
 
     @field_validator("webhook_retry_intervals", mode="before")

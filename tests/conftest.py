@@ -36,7 +36,7 @@ SECRET = "test-secret-of-inbound"
 # The dashboard login, in the settings tests build and in the stacks they start.
 AUTH = ("ops", "dashboard-password")
 # The variables of ours a developer's shell may have set.
-OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_", "REDIS_SENTINEL")
+OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_", "REDIS_SENTINEL", "SENTRY_")
 ROOT = Path(__file__).resolve().parent.parent
 
 if TYPE_CHECKING:

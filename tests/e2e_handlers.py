@@ -45,6 +45,12 @@ def hostile(event: Event) -> None:
     raise ValueError(f"cannot parse {event.payload.get('note')}")
 
 
+@handler("inbound", "order.leaky")
+def leaky(event: Event) -> None:
+    # An error that quotes a configured secret (a client built with it, say).
+    raise RuntimeError(f"refused with {os.environ['WEBHOOK_SIGNING_SECRET']}")
+
+
 # A type that is itself markup: dispatch needs it exactly, every page must show it as text.
 HOSTILE_TYPE = "order.<img src=x onerror=\"window.__xss='type'\">"
 

@@ -40,7 +40,7 @@ def _rows(output: str) -> dict[str, tuple[str, str]]:
     rows = {}
     for line in lines[1:]:
         if not line.startswith(
-            ("WEBHOOK_", "REDIS_", "REPLAY_", "STRIPE_", "GITHUB_", "RQ_", "OTEL_")
+            ("WEBHOOK_", "REDIS_", "REPLAY_", "STRIPE_", "GITHUB_", "RQ_", "OTEL_", "SENTRY_")
         ):
             break
         rows[line.split()[0]] = (line[origin_at:value_at].strip(), line[value_at:].strip())
@@ -100,6 +100,7 @@ def test_secrets_and_passwords_in_urls_are_masked(
         "STRIPE_API_KEY": "rk_live_abcdefghijklmnop",
         "REDIS_URL": "redis://webhooks:redis-hunter2@127.0.0.1:1/0",
         "GITHUB_API_BASE": "https://bot:gh-pass-word@github.example.com",
+        "SENTRY_DSN": "https://sentry-k3y-0123@o1.ingest.example/7",
     }
     checkout("".join(f"{k}={v}\n" for k, v in secrets.items()))
     monkeypatch.setenv("WEBHOOK_SOURCES", "inbound:hmac,stripe")
@@ -107,12 +108,13 @@ def test_secrets_and_passwords_in_urls_are_masked(
     as_json = webhooks("config", "check", "--json")
     for output in (text.output, as_json.output):
         for leaked in (SECRET, "whsec_0ld", "whsec_n3w", "dashboard-password-in-env",
-                       "rk_live_abc", "redis-hunter2", "gh-pass-word"):  # fmt: skip
+                       "rk_live_abc", "redis-hunter2", "gh-pass-word", "sentry-k3y"):  # fmt: skip
             assert leaked not in output
     rows = _rows(text.stdout)
     assert rows["REDIS_URL"] == (".env", "redis://webhooks:********@127.0.0.1:1/0")
     assert rows["WEBHOOK_SECRET_STRIPE"] == (".env", "******** (2 secrets)")
     assert rows["RQ_DASHBOARD_PASSWORD"] == (".env", "********")
+    assert rows["SENTRY_DSN"] == (".env", "********")
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,11 @@ BAD_VALUES = {
     "WEBHOOK_REPLICA_ACK_TIMEOUT": ("soon", "valid number"),
     "WEBHOOK_REPLICA_ACK_MODE": ("fsync", "'wait' or 'waitaof'"),
     "OTEL_TRACES_EXPORTER": ("zipkin-exporter", "is not one of otlp, console, none"),
+    "SENTRY_DSN": ("https://hunter2-key@o1.ingest.example/project", "must read http(s)://"),
+    "WEBHOOK_SENTRY_EVENTS": ("every", "'attempt' or 'final'"),
+    "WEBHOOK_SENTRY_SEND_PAYLOAD": ("perhaps", "valid boolean"),
+    "SENTRY_ENVIRONMENT": ("prod east", "pattern"),
+    "SENTRY_RELEASE": ("web/1.2", "pattern"),
 }
 # Free text that any value satisfies, or checked where it is used (handlers on import).
 UNCONSTRAINED = {

@@ -20,7 +20,8 @@ version applied) go in the job's meta too, which RQ hands to the worker's succes
 handling in the same process; the job returns the same word. The handlers themselves run
 in `registry.run_handlers`, which the pytest plugin's `deliver` fixture calls too; the
 plugin's `receiver` runs this very function in its own process, and hears each job's end
-through `watching`.
+through `watching`; a failed attempt goes to the worker's error reporter too, when it has
+one (Sentry: `reports.py`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from workers.registry import (
     registry,
     run_handlers,
 )
+from workers.runtime.reports import reporting
 from workers.versions import JobContext, current
 
 # Hears how each job's handlers ended: the event, the matching handlers, each turn, and
@@ -98,8 +100,8 @@ def deliver(*args: Any) -> str:
     entries = registry.handlers_for(call.source, call.type)
     states = meta.handler_states if meta is not None else {}
     plan = Plan.of(entries, states)
-    watcher = watching.get()
     if not entries and not plan.removed and not states:
+        watcher = watching.get()
         if watcher is not None:  # an ignored event is not even parsed otherwise
             watcher(event_of(call, meta), entries, [], None)
         return _ran(job, meta, EventStatus.IGNORED)
@@ -123,8 +125,7 @@ def deliver(*args: Any) -> str:
         run_handlers(event, plan.todo, turn_ended, handler_spans.get())
     except BaseException as exc:  # a timeout, or an exit: the attempt ends here
         _keep(job, meta, states, turns, save=True)
-        if watcher is not None:
-            watcher(event, entries, runs, exc)
+        _heard(job, event, entries, runs, exc)
         raise
     finally:
         if token is not None:
@@ -135,11 +136,28 @@ def deliver(*args: Any) -> str:
         meta.permanent = True
     # Saved in the job here when it fails; `_ran` saves it when it succeeds.
     _keep(job, meta, states, turns, save=failure is not None)
-    if watcher is not None:
-        watcher(event, entries, runs, failure)
+    _heard(job, event, entries, runs, failure)
     if failure is not None:
         raise failure
     return _ran(job, meta, _status(states))
+
+
+def _heard(
+    job: Job | None,
+    event: Event,
+    entries: list[Registered],
+    runs: list[HandlerRun],
+    failure: BaseException | None,
+) -> None:
+    """How the attempt ended, to whoever listens: the pytest plugin's watcher, and (when it
+    failed) the process's error reporter, told whether RQ will dead-letter the event."""
+    watcher = watching.get()
+    if watcher is not None:
+        watcher(event, entries, runs, failure)
+    reporter = reporting.get()
+    if reporter is not None and failure is not None:
+        retries_left = job.retries_left if job is not None else None
+        reporter.attempt_failed(event, runs, dead=not (retries_left and retries_left > 0))
 
 
 def attempt_failure(

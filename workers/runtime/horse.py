@@ -28,6 +28,7 @@ from redis.exceptions import RedisError
 
 from app.logs import logger
 from app.settings import Settings
+from workers.runtime.reports import flush_reports
 from workers.runtime.runner import Ended, Started, StopAfterCurrent, child_signals, run_batch
 from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.take import read_job
@@ -142,7 +143,8 @@ class Horse:
             except BaseException:
                 logger.exception("the batch child failed")
             finally:
-                # Its spans still buffered: `os._exit` runs no exit handler.
+                # Its spans and error reports still buffered: `os._exit` runs no exit handler.
+                flush_reports()
                 with contextlib.suppress(Exception):
                     self.spans.shutdown()
                 os._exit(code)

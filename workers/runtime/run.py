@@ -29,6 +29,7 @@ from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
 from workers.registry import registry
 from workers.runtime.recovery import release_previous
+from workers.runtime.reports import flush_reports, reporting, worker_reports
 from workers.runtime.spans import NO_SPANS, WorkerSpans, worker_spans
 from workers.runtime.worker import WebhookWorker
 
@@ -98,10 +99,15 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     route_library_logs("rq")
     import_handlers(settings)
     spans = worker_spans(settings)
+    # Handler errors to Sentry (SENTRY_DSN): for the whole process, the fork's child too.
+    reported = reporting.set(worker_reports(settings))
     try:
         supervise(settings, burst, spans)
     finally:
-        spans.shutdown()  # what is still buffered is exported before the process ends
+        # What is still buffered is sent before the process ends.
+        flush_reports()
+        reporting.reset(reported)
+        spans.shutdown()
 
 
 def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
