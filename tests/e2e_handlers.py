@@ -30,6 +30,14 @@ def flaky(event: Event) -> None:
         raise RuntimeError("downstream is down")
 
 
+@handler("inbound", "order.fails_once")
+def fails_once(event: Event) -> None:
+    # Fails its first attempt whatever the timing: a retry then a success, every time.
+    _redis().incr(f"effects:{event.id}")
+    if event.attempt == 1:
+        raise RuntimeError("downstream is down")
+
+
 @handler("inbound", "order.slow")
 def slow(event: Event) -> None:
     r = _redis()
