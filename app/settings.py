@@ -137,6 +137,10 @@ class Settings(BaseSettings):
     # The OTEL_* variables (environment over `.env`); OTEL_EXPORTER_OTLP_HEADERS may hold
     # a token, hence out of repr. What they switch on: `app/tracing.py`.
     otel: dict[str, str] = Field(default_factory=dict, repr=False)
+    # Seconds a source may go without an accepted event before the silence alert fires
+    # (WEBHOOK_EXPECTED_SILENCE_<NAME> per source; 0: never). Served as a metric, so the
+    # rule reads each source's own (deploy/prometheus/webhook-alerts.yml).
+    webhook_expected_silence: int = Field(21_600, ge=0)
 
     @classmethod
     def settings_customise_sources(
@@ -233,6 +237,9 @@ class Settings(BaseSettings):
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:
         defaults = Defaults(
-            self.replay_tolerance, self.webhook_dedupe_ttl, self.webhook_signing_secret
+            self.replay_tolerance,
+            self.webhook_dedupe_ttl,
+            self.webhook_signing_secret,
+            self.webhook_expected_silence,
         )
         return resolve_sources(self.webhook_sources, self.per_source, defaults)
