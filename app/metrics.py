@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
 
+from app.errors import InternalError, InvalidSignature, QueueUnavailable, ReplicasBehind
 from app.jobstate import Outcome
+from app.keyfetch import KeyUnavailable
 from app.snapshot import PipelineSnapshot
 from app.type_stats import OTHER, TYPES_PER_SOURCE
 
@@ -55,6 +59,28 @@ LAST_ACCEPTED = Gauge(
     ["source"],
     multiprocess_mode="max",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSeries:
+    accepted: Any
+    duplicate: Any
+    ack_seconds: Any
+    last_accepted: Any
+
+    @staticmethod
+    def of(source: str) -> SourceSeries:
+        # The refusals the alert rules count start at 0: Prometheus's increase() cannot see
+        # the first count of a series that appears with it.
+        for error in (InvalidSignature, QueueUnavailable, ReplicasBehind, KeyUnavailable):
+            REJECTED.labels(source, error.reason)
+        REJECTED.labels(source, InternalError.reason)
+        return SourceSeries(
+            RECEIVED.labels(source, "accepted"),
+            RECEIVED.labels(source, "duplicate"),
+            ACK_SECONDS.labels(source),
+            LAST_ACCEPTED.labels(source),
+        )
 
 
 class _SnapshotCollector(Collector):
@@ -121,8 +147,13 @@ def _pipeline(s: PipelineSnapshot) -> Iterator[Metric]:
         labels=["source", "type", "outcome"],
     )
     for source, type_counts in sorted(s.type_outcomes.items()):
-        for (kind, did), count in sorted(type_counts.items()):
-            by_type.add_metric([source, kind, did], count)
+        # Every outcome of a type once it is seen: a counter's first count is invisible to
+        # increase() when its series appears with it (the first dead letter of a type).
+        for kind in sorted({kind for kind, _ in type_counts}):
+            for outcome in Outcome:
+                by_type.add_metric(
+                    [source, kind, str(outcome)], type_counts.get((kind, outcome), 0)
+                )
     yield by_type
 
 

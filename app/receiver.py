@@ -21,7 +21,7 @@ from app.errors import InvalidSignature, QueueUnavailable, ReplicasBehind, Unkno
 from app.intake import AsyncIntake
 from app.keyfetch import KeyFetcher, KeyUnavailable
 from app.logs import elapsed_ms, log_state
-from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, render
+from app.metrics import SourceSeries, render
 from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from
 from app.providers.json_body import parse_json_object
@@ -32,23 +32,6 @@ from app.tracing import NO_SPAN, DeliverySpan, receiver_tracing
 
 # The least time a request may wait for Redis, however long its upload took.
 MIN_WAIT = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSeries:
-    accepted: Any
-    duplicate: Any
-    ack_seconds: Any
-    last_accepted: Any
-
-    @staticmethod
-    def of(source: str) -> SourceSeries:
-        return SourceSeries(
-            RECEIVED.labels(source, "accepted"),
-            RECEIVED.labels(source, "duplicate"),
-            ACK_SECONDS.labels(source),
-            LAST_ACCEPTED.labels(source),
-        )
 
 
 @dataclass(frozen=True, slots=True)

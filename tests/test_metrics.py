@@ -76,6 +76,11 @@ def test_metrics_count_answers_and_read_the_pipeline_from_redis(
         for t, o in [("good", "ignored"), ("bad", "retried"), ("worse", "dead_lettered")]
     }
     assert by_type == {("good", "ignored"): 2, ("bad", "retried"): 1, ("worse", "dead_lettered"): 1}
+    # A type's other outcomes are there at 0: increase() sees the first dead letter.
+    zero = (
+        'webhooks_worker_type_outcomes_total{outcome="dead_lettered",source="inbound",type="good"}'
+    )
+    assert f"{zero} 0.0" in text
 
 
 def test_metrics_serve_the_receivers_own_figures_when_redis_is_unreachable(
