@@ -46,3 +46,18 @@ class QueueUnavailable(WebhookError):
 
     status_code = 503
     reason = "queue_unavailable"
+
+
+class ReplicasBehind(QueueUnavailable):
+    """Fewer replicas than WEBHOOK_REPLICA_ACKS acknowledged the claim in time: a 503 like
+    any Redis failure, counted apart so that its alert points at the replicas."""
+
+    reason = "not_replicated"
+
+
+class InternalError(WebhookError):
+    """Never raised: the reason under which a request that raised something unexpected
+    (answered 500 by the server) is counted, so the 5xx alert sees it."""
+
+    status_code = 500
+    reason = "internal_error"

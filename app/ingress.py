@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from app.errors import QueueUnavailable, WebhookError
+from app.errors import InternalError, QueueUnavailable, WebhookError
 from app.logs import logger
 from app.metrics import REJECTED
 from app.tracing import NO_TRACING
@@ -48,11 +48,15 @@ def reply_bytes(outcome: Outcome) -> tuple[int, bytes, bytes, list[tuple[bytes, 
     return 200, JSON, body, []
 
 
-def rejected(receiver: Receiver | None, source: str, exc: WebhookError) -> bytes:
-    """Count, log and word a refusal: `{"detail": ...}`."""
+def label_of(receiver: Receiver | None, source: str) -> str:
     # Unknown names are not labels: a scanner must not create metric series at will.
     known = receiver is not None and source in receiver.verifiers
-    REJECTED.labels(source if known else "(unknown)", exc.reason).inc()
+    return source if known else "(unknown)"
+
+
+def rejected(receiver: Receiver | None, source: str, exc: WebhookError) -> bytes:
+    """Count, log and word a refusal: `{"detail": ...}`."""
+    REJECTED.labels(label_of(receiver, source), exc.reason).inc()
     logger.warning(
         "rejected",
         extra={
@@ -116,6 +120,11 @@ class Ingress:
                 span.ended("rejected", exc.status_code, exc.reason)
                 await respond(send, exc.status_code, JSON, rejected(receiver, source, exc))
                 return
+            except Exception:
+                # The server answers it 500 and logs the traceback; counted, so the 5xx
+                # alert sees a bug as it sees a refusal.
+                REJECTED.labels(label_of(receiver, source), InternalError.reason).inc()
+                raise
             answer = reply_bytes(outcome)
             span.ended(outcome.body.get("status") or "handshake", answer[0])
             await respond(send, *answer)

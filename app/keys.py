@@ -49,6 +49,20 @@ class Keys:
         """Counters of the workers' outcomes for one source (a hash)."""
         return f"{self.prefix}:stats:{source}"
 
+    def type_stats(self, source: str) -> str:
+        """The workers' outcomes of one source by event type (a hash: `<outcome>:<type>`)."""
+        return f"{self.prefix}:type-stats:{source}"
+
+    def types(self, source: str) -> str:
+        """The event types `type_stats` counts on their own (a set, capped: `type_stats.py`)."""
+        return f"{self.prefix}:types:{source}"
+
+    @property
+    def last_accepted(self) -> str:
+        """When each source last had an event accepted (a hash of Unix times), so that a
+        restarted receiver's `webhooks_last_accepted_timestamp_seconds` starts from it."""
+        return f"{self.prefix}:last-accepted"
+
     def timeline(self, source: str, interval: int) -> str:
         """One source's counts for one 15-minute interval (a hash), for the Events page."""
         return f"{self.prefix}:timeline:{source}:{interval}"
@@ -72,6 +86,16 @@ class Keys:
     @property
     def queue(self) -> str:
         return f"rq:queue:{self.queue_name}"
+
+    @property
+    def workers(self) -> str:
+        """RQ's set of the keys of the workers registered on the queue."""
+        return f"rq:workers:{self.queue_name}"
+
+    @property
+    def scheduler_lock(self) -> str:
+        """Held (with a 61 s expiry, refreshed every second) by the queue's live scheduler."""
+        return f"rq:scheduler-lock:{self.queue_name}"
 
     @staticmethod
     def job(job_id: str) -> str:

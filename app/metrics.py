@@ -4,28 +4,33 @@ Two kinds of figures:
 - the receiver's own, per process (answers by outcome and reason, acknowledgement latency,
   time of the last accepted event per source): prometheus-client metrics, aggregated over
   the processes of a host when PROMETHEUS_MULTIPROC_DIR is set (uvicorn --workers N);
-- the pipeline's, read from Redis at scrape time, so they are the same whichever receiver
-  is scraped and include what the workers did wherever they run: queue depth, scheduled
-  retries, dead letters, age of the oldest queued event, and the workers' outcomes.
+- the pipeline's, read from Redis at scrape time (`snapshot.py`), so they are the same
+  whichever receiver is scraped and include what the workers did wherever they run: queue
+  depth, scheduled and due retries, dead letters, age of the oldest queued event, live
+  workers, the scheduler, and the workers' outcomes. When Redis cannot be read, the
+  receiver's own figures are served all the same (its 503s are what an outage shows), with
+  `webhooks_redis_up 0`.
+And each source's expected silence (a setting), which the silence alert compares against.
+The alert rules that read them: deploy/prometheus/webhook-alerts.yml.
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-import redis.asyncio as aioredis
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
-from rq.utils import utcparse
 
-from app.formats import text
+from app.errors import InternalError, InvalidSignature, QueueUnavailable, ReplicasBehind
 from app.jobstate import Outcome
-from app.keys import Keys
+from app.keyfetch import KeyUnavailable
+from app.snapshot import PipelineSnapshot
+from app.type_stats import OTHER, TYPES_PER_SOURCE
 
 RECEIVED = Counter(
     "webhooks_received_total",
@@ -56,70 +61,105 @@ LAST_ACCEPTED = Gauge(
 )
 
 
-@dataclass
-class PipelineSnapshot:
-    """What Redis says at scrape time."""
+@dataclass(frozen=True, slots=True)
+class SourceSeries:
+    accepted: Any
+    duplicate: Any
+    ack_seconds: Any
+    last_accepted: Any
 
-    queued: int = 0
-    scheduled: int = 0
-    dead: int = 0
-    oldest_queued_age: float = 0.0
-    outcomes: dict[str, dict[str, int]] = field(default_factory=dict)
-
-
-async def read_snapshot(
-    redis: aioredis.Redis, keys: Keys, sources: Iterable[str]
-) -> PipelineSnapshot:
-    names = list(sources)
-    async with redis.pipeline(transaction=False) as pipe:
-        pipe.llen(keys.queue)
-        pipe.zcard(keys.scheduled)
-        pipe.zcard(keys.failed)
-        pipe.lindex(keys.queue, 0)
-        for name in names:
-            pipe.hgetall(keys.stats(name))
-        queued, scheduled, dead, oldest, *stats = await pipe.execute()
-    age = 0.0
-    if oldest:
-        enqueued = await redis.hget(keys.job(text(oldest)), "enqueued_at")
-        if enqueued:
-            age = max(0.0, time.time() - utcparse(text(enqueued)).timestamp())
-    outcomes = {
-        name: {text(k): int(v) for k, v in counts.items()}
-        for name, counts in zip(names, stats, strict=True)
-    }
-    return PipelineSnapshot(int(queued), int(scheduled), int(dead), age, outcomes)
+    @staticmethod
+    def of(source: str) -> SourceSeries:
+        # The refusals the alert rules count start at 0: Prometheus's increase() cannot see
+        # the first count of a series that appears with it.
+        for error in (InvalidSignature, QueueUnavailable, ReplicasBehind, KeyUnavailable):
+            REJECTED.labels(source, error.reason)
+        REJECTED.labels(source, InternalError.reason)
+        return SourceSeries(
+            RECEIVED.labels(source, "accepted"),
+            RECEIVED.labels(source, "duplicate"),
+            ACK_SECONDS.labels(source),
+            LAST_ACCEPTED.labels(source),
+        )
 
 
 class _SnapshotCollector(Collector):
-    def __init__(self, snapshot: PipelineSnapshot) -> None:
+    def __init__(self, snapshot: PipelineSnapshot | None, silences: Mapping[str, int]) -> None:
         self.snapshot = snapshot
+        self.silences = silences
 
     def collect(self) -> Iterator[Metric]:
-        s = self.snapshot
-        for name, value, description in (
-            ("webhooks_queue_depth", s.queued, "Events waiting for a worker."),
-            ("webhooks_scheduled_retries", s.scheduled, "Events waiting for a retry."),
-            ("webhooks_dead_letters", s.dead, "Events in the dead-letter store."),
-            (
-                "webhooks_oldest_queued_age_seconds",
-                s.oldest_queued_age,
-                "Age of the event at the head of the queue: alert when workers fall behind.",
-            ),
-        ):
-            yield GaugeMetricFamily(name, description, value=value)
-        settled = CounterMetricFamily(
-            "webhooks_worker_outcomes",
-            "What the workers did, by source and outcome (from Redis: the same on every receiver).",
-            labels=["source", "outcome"],
+        yield GaugeMetricFamily(
+            "webhooks_redis_up",
+            "1 when this scrape read the pipeline's figures from Redis, 0 when it could not "
+            "(they are then left out; the receiver's own are still served).",
+            value=int(self.snapshot is not None),
         )
-        for source, counts in sorted(s.outcomes.items()):
+        silence = GaugeMetricFamily(
+            "webhooks_source_expected_silence_seconds",
+            "WEBHOOK_EXPECTED_SILENCE(_<NAME>): how long a source may go without an accepted "
+            "event before the silence alert fires (0: never).",
+            labels=["source"],
+        )
+        for source, seconds in sorted(self.silences.items()):
+            silence.add_metric([source], seconds)
+        yield silence
+        if self.snapshot is not None:
+            yield from _pipeline(self.snapshot)
+
+
+def _pipeline(s: PipelineSnapshot) -> Iterator[Metric]:
+    for name, value, description in (
+        ("webhooks_queue_depth", s.queued, "Events waiting for a worker."),
+        ("webhooks_scheduled_retries", s.scheduled, "Events waiting for a retry."),
+        (
+            "webhooks_retries_due",
+            s.retries_due,
+            "Retries whose time has come, not yet put back on the queue by the scheduler.",
+        ),
+        ("webhooks_dead_letters", s.dead, "Events in the dead-letter store."),
+        (
+            "webhooks_oldest_queued_age_seconds",
+            s.oldest_queued_age,
+            "Age of the event at the head of the queue: alert when workers fall behind.",
+        ),
+        ("webhooks_workers", s.workers, "Live workers registered on the queue."),
+        (
+            "webhooks_scheduler_up",
+            int(s.scheduler),
+            "1 when a scheduler holds the queue's lock (it puts due retries back on the queue).",
+        ),
+    ):
+        yield GaugeMetricFamily(name, description, value=value)
+    settled = CounterMetricFamily(
+        "webhooks_worker_outcomes",
+        "What the workers did, by source and outcome (from Redis: the same on every receiver).",
+        labels=["source", "outcome"],
+    )
+    for source, counts in sorted(s.outcomes.items()):
+        for outcome in Outcome:
+            settled.add_metric([source, str(outcome)], counts.get(outcome, 0))
+    yield settled
+    by_type = CounterMetricFamily(
+        "webhooks_worker_type_outcomes",
+        "What the workers did, by source, event type and outcome (a source's first "
+        f"{TYPES_PER_SOURCE} types by name, later ones as {OTHER}).",
+        labels=["source", "type", "outcome"],
+    )
+    for source, type_counts in sorted(s.type_outcomes.items()):
+        # Every outcome of a type once it is seen: a counter's first count is invisible to
+        # increase() when its series appears with it (the first dead letter of a type).
+        for kind in sorted({kind for kind, _ in type_counts}):
             for outcome in Outcome:
-                settled.add_metric([source, str(outcome)], counts.get(outcome, 0))
-        yield settled
+                by_type.add_metric(
+                    [source, kind, str(outcome)], type_counts.get((kind, outcome), 0)
+                )
+    yield by_type
 
 
-def render(snapshot: PipelineSnapshot) -> bytes:
+def render(snapshot: PipelineSnapshot | None, silences: Mapping[str, int]) -> bytes:
+    """The receiver's figures, then the pipeline's (`snapshot`: None when Redis could not
+    be read) and each source's expected silence."""
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
@@ -127,5 +167,5 @@ def render(snapshot: PipelineSnapshot) -> bytes:
     else:
         process_metrics = REGISTRY
     pipeline_registry = CollectorRegistry()
-    pipeline_registry.register(_SnapshotCollector(snapshot))
+    pipeline_registry.register(_SnapshotCollector(snapshot, silences))
     return generate_latest(process_metrics) + generate_latest(pipeline_registry)

@@ -17,36 +17,21 @@ from redis.exceptions import RedisError
 from starlette.requests import Request
 
 from app.body import read_body
-from app.errors import InvalidSignature, QueueUnavailable, UnknownSource
+from app.errors import InvalidSignature, QueueUnavailable, ReplicasBehind, UnknownSource
 from app.intake import AsyncIntake
 from app.keyfetch import KeyFetcher, KeyUnavailable
 from app.logs import elapsed_ms, log_state
-from app.metrics import ACK_SECONDS, LAST_ACCEPTED, RECEIVED, read_snapshot, render
+from app.metrics import SourceSeries, render
 from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from
 from app.providers.json_body import parse_json_object
+from app.replication import NotReplicated
 from app.settings import Settings, SourceConfig
+from app.snapshot import PipelineSnapshot, read_snapshot
 from app.tracing import NO_SPAN, DeliverySpan, receiver_tracing
 
 # The least time a request may wait for Redis, however long its upload took.
 MIN_WAIT = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSeries:
-    accepted: Any
-    duplicate: Any
-    ack_seconds: Any
-    last_accepted: Any
-
-    @staticmethod
-    def of(source: str) -> SourceSeries:
-        return SourceSeries(
-            RECEIVED.labels(source, "accepted"),
-            RECEIVED.labels(source, "duplicate"),
-            ACK_SECONDS.labels(source),
-            LAST_ACCEPTED.labels(source),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +205,10 @@ class Receiver:
                 claim = await self.intake.claim_and_enqueue(
                     source, delivery, raw, received_at, wait, signed_digest, span.traceparent
                 )
+        except NotReplicated as exc:
+            raise ReplicasBehind(
+                "queue unavailable (NotReplicated); nothing was accepted, retry later"
+            ) from exc
         except RedisError as exc:
             raise QueueUnavailable(
                 f"queue unavailable ({type(exc).__name__}); nothing was accepted, retry later"
@@ -253,8 +242,16 @@ class Receiver:
         return Outcome(body={"status": status, "id": delivery.event_id}, reply=delivery.ack)
 
     async def metrics(self) -> bytes:
-        snapshot = await read_snapshot(self.redis, self.intake.keys, self.settings.sources)
-        return render(snapshot)
+        """Served even when Redis cannot be read: the receiver's 503s are what an outage
+        shows, and a scrape that failed with it would hide them."""
+        snapshot: PipelineSnapshot | None
+        try:
+            async with asyncio.timeout(self.settings.webhook_ack_timeout):
+                snapshot = await read_snapshot(self.redis, self.intake.keys, self.settings.sources)
+        except (RedisError, TimeoutError):
+            snapshot = None
+        silences = {name: s.expected_silence for name, s in self.settings.sources.items()}
+        return render(snapshot, silences)
 
     async def ready(self) -> bool:
         try:

@@ -8,7 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from redis.exceptions import RedisError
 
 from app.errors import WebhookError
 from app.providers import Reply
@@ -62,8 +61,4 @@ async def readyz(receiver: ReceiverDep) -> JSONResponse:
 
 @router.get("/metrics", summary="Prometheus metrics")
 async def metrics(receiver: ReceiverDep) -> Response:
-    try:
-        body = await receiver.metrics()
-    except RedisError:
-        return JSONResponse({"detail": "redis unreachable"}, status_code=503)
-    return Response(body, media_type=CONTENT_TYPE_LATEST)
+    return Response(await receiver.metrics(), media_type=CONTENT_TYPE_LATEST)

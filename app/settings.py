@@ -154,6 +154,10 @@ class Settings(BaseSettings):
     # slash, up to 64 characters; a release no line break, tab nor slash, up to 200.
     sentry_environment: str | None = Field(None, pattern=r"^[^\s/]{1,64}$")
     sentry_release: str | None = Field(None, pattern=r"^[^\t\n\r/\\]{1,200}$")
+    # Seconds a source may go without an accepted event before the silence alert fires
+    # (WEBHOOK_EXPECTED_SILENCE_<NAME> per source; 0: never). Served as a metric, so the
+    # rule reads each source's own (deploy/prometheus/webhook-alerts.yml).
+    webhook_expected_silence: int = Field(21_600, ge=0)
 
     @classmethod
     def settings_customise_sources(
@@ -264,6 +268,9 @@ class Settings(BaseSettings):
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:
         defaults = Defaults(
-            self.replay_tolerance, self.webhook_dedupe_ttl, self.webhook_signing_secret
+            self.replay_tolerance,
+            self.webhook_dedupe_ttl,
+            self.webhook_signing_secret,
+            self.webhook_expected_silence,
         )
         return resolve_sources(self.webhook_sources, self.per_source, defaults)

@@ -1,7 +1,8 @@
 """The configured sources: `WEBHOOK_SOURCES` and the variables named after each source.
 
 Per-source variables (`WEBHOOK_SECRET_<NAME>`, `REPLAY_TOLERANCE_<NAME>`,
-`WEBHOOK_DEDUPE_TTL_<NAME>`, and those only some providers read, `PROVIDER_VARIABLES`)
+`WEBHOOK_DEDUPE_TTL_<NAME>`, `WEBHOOK_EXPECTED_SILENCE_<NAME>`, and those only some
+providers read, `PROVIDER_VARIABLES`)
 have names that depend on `WEBHOOK_SOURCES`, so a custom settings source gathers them into
 `Settings.per_source`, and `resolve_sources` turns each configured source into a
 `SourceConfig`. A missing secret is a `ConfigError` that names the variable: never an open
@@ -74,6 +75,7 @@ PER_SOURCE_PREFIXES = (
     "WEBHOOK_SECRET_",
     "REPLAY_TOLERANCE_",
     "WEBHOOK_DEDUPE_TTL_",
+    "WEBHOOK_EXPECTED_SILENCE_",
     *PROVIDER_VARIABLES,
 )
 # Providers whose generated secrets hold commas (WooCommerce's come from WordPress's
@@ -121,6 +123,9 @@ class SourceConfig:
     secrets: tuple[SecretStr, ...]
     tolerance: int
     dedupe_ttl: int
+    # Seconds without an accepted event before the silence alert fires; 0: never
+    # (`webhooks_source_expected_silence_seconds`, deploy/prometheus/webhook-alerts.yml).
+    expected_silence: int = 0
     # REPLAY_TOLERANCE_<NAME> when set: it beats a provider's documented window, which
     # beats the global REPLAY_TOLERANCE.
     own_tolerance: int | None = None
@@ -180,6 +185,7 @@ class Defaults:
     tolerance: int
     dedupe_ttl: int
     legacy_secret: SecretStr | None
+    expected_silence: int = 0
 
 
 def resolve_sources(
@@ -216,6 +222,10 @@ def resolve_sources(
             ),
             tolerance=own_tolerance or defaults.tolerance,
             dedupe_ttl=_int_of("WEBHOOK_DEDUPE_TTL_", name, per_source, defaults.dedupe_ttl),
+            # 0 is allowed: a source that may stay quiet for ever is not an alert.
+            expected_silence=_int_of(
+                "WEBHOOK_EXPECTED_SILENCE_", name, per_source, defaults.expected_silence, least=0
+            ),
             own_tolerance=own_tolerance,
             variables={
                 prefix: per_source[prefix + suffix]
@@ -274,7 +284,9 @@ def split_secrets(variable: str, value: str) -> list[str]:
     return [part for part in parsed if part.strip()]
 
 
-def _int_of(prefix: str, source: str, per_source: Mapping[str, str], default: int) -> int:
+def _int_of(
+    prefix: str, source: str, per_source: Mapping[str, str], default: int, least: int = 1
+) -> int:
     variable = prefix + env_suffix(source)
     value = per_source.get(variable)
     if value is None or not value.strip():
@@ -283,6 +295,6 @@ def _int_of(prefix: str, source: str, per_source: Mapping[str, str], default: in
         number = int(value)
     except ValueError:
         raise ConfigError(f"{variable} must be a whole number of seconds") from None
-    if number < 1:
-        raise ConfigError(f"{variable} must be at least 1 second")
+    if number < least:
+        raise ConfigError(f"{variable} must be at least {least} second{'s' * (least != 1)}")
     return number

@@ -10,6 +10,7 @@ Source names hold no colon (app/sources.py), so the two never meet. They are wri
 request path, by the receiver process every FLUSH_EVERY seconds:
 - the receiver's answers are already counted by prometheus-client (webhooks_received_total,
   webhooks_rejected_total); each process adds its counters' growth since its last flush;
+- each source's last acceptance, when this process's gauge of it grew (`last_accepted.py`);
 - the workers' outcomes are cumulative counters in `<prefix>:stats:<source>`; a script adds
   their growth since it last looked, atomically, so that any number of receivers (and the
   Events page itself) may run it without counting anything twice. Counters that a receiver
@@ -32,6 +33,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from app.keys import Keys
+from app.last_accepted import AcceptedMarks
 from app.metrics import RECEIVED, REJECTED
 
 INTERVAL = 900
@@ -132,6 +134,9 @@ class ReceiverCounts:
     # Sources whose workers' counters did not exist when this process started: when they
     # appear, everything in them is new. Counters that predate it are only noted.
     fresh: set[str] = field(default_factory=set)
+    # When each source last had an event accepted: written with the counts, read at start
+    # (`last_accepted.py`); under the prefix set by `note_fresh`.
+    marks: AcceptedMarks | None = None
 
     def __post_init__(self) -> None:
         self.flushed = self.totals()  # what happened before this app started is not its own
@@ -164,11 +169,15 @@ async def note_fresh(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts)
     """Which sources have no workers' counters yet (read only: a receiver that only ever
     refuses requests writes nothing but their count)."""
     names = sorted(counts.sources)
+    marks = AcceptedMarks(Keys(prefix, "").last_accepted, counts.sources)
     async with redis.pipeline(transaction=False) as pipe:
         for source in names:
             pipe.exists(Keys(prefix, "").stats(source))
-        found = await pipe.execute()
+        pipe.hgetall(marks.key)
+        *found, stored = await pipe.execute()
     counts.fresh = {source for source, exists in zip(names, found, strict=True) if not exists}
+    marks.restore(stored)
+    counts.marks = marks
 
 
 async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
@@ -176,7 +185,12 @@ async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> N
     outcomes since anyone last sampled them."""
     now = time.time()
     pending = counts.pending()
+    if counts.marks is None:  # the start's read did not get through: from now on
+        counts.marks = AcceptedMarks(Keys(prefix, "").last_accepted, counts.sources)
+    marks = counts.marks
+    accepted = marks.pending()
     async with redis.pipeline(transaction=False) as pipe:
+        marks.add_to(pipe, accepted)
         for (source, name), count in pending.items():
             for key, keep in targets(prefix, source, now):
                 pipe.hincrby(key, name, count)
@@ -187,6 +201,7 @@ async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> N
             pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
         await pipe.execute()
     counts.commit(pending)
+    marks.commit(accepted)
 
 
 async def _quietly(work: Awaitable[None], wait: float) -> None:

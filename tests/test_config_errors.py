@@ -62,6 +62,8 @@ BAD_VALUES = {
     "WEBHOOK_SENTRY_SEND_PAYLOAD": ("perhaps", "valid boolean"),
     "SENTRY_ENVIRONMENT": ("prod east", "pattern"),
     "SENTRY_RELEASE": ("web/1.2", "pattern"),
+    "WEBHOOK_EXPECTED_SILENCE": ("-60", "greater than or equal to 0"),
+    "WEBHOOK_EXPECTED_SILENCE_INBOUND": ("a-day", "whole number"),
 }
 # Free text that any value satisfies, or checked where it is used (handlers on import).
 UNCONSTRAINED = {
@@ -74,7 +76,13 @@ UNCONSTRAINED = {
     "PER_SOURCE",
     "OTEL",  # the OTEL_* variables, gathered: OTEL_TRACES_EXPORTER is checked below
 }
-PER_SOURCE = ("WEBHOOK_SECRET_", "REPLAY_TOLERANCE_", "WEBHOOK_DEDUPE_TTL_", "OTEL_")
+PER_SOURCE = (
+    "WEBHOOK_SECRET_",
+    "REPLAY_TOLERANCE_",
+    "WEBHOOK_DEDUPE_TTL_",
+    "WEBHOOK_EXPECTED_SILENCE_",
+    "OTEL_",
+)
 VARIABLES = {name.upper() for name in Settings.model_fields}
 CHECKED = sorted(v for v in BAD_VALUES if v in VARIABLES or v.startswith(PER_SOURCE))
 

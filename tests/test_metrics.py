@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
 
@@ -68,10 +69,43 @@ def test_metrics_count_answers_and_read_the_pipeline_from_redis(
         for o in ("done", "ignored", "retried", "dead_lettered")
     }
     assert outcomes == {"done": 0, "ignored": 2, "retried": 1, "dead_lettered": 1}
+    by_type = {
+        (t, o): value(
+            text, "webhooks_worker_type_outcomes_total", source="inbound", type=t, outcome=o
+        )
+        for t, o in [("good", "ignored"), ("bad", "retried"), ("worse", "dead_lettered")]
+    }
+    assert by_type == {("good", "ignored"): 2, ("bad", "retried"): 1, ("worse", "dead_lettered"): 1}
+    # A type's other outcomes are there at 0: increase() sees the first dead letter.
+    zero = (
+        'webhooks_worker_type_outcomes_total{outcome="dead_lettered",source="inbound",type="good"}'
+    )
+    assert f"{zero} 0.0" in text
 
 
-def test_metrics_is_503_when_redis_is_unreachable(make_client: Callable[..., TestClient]) -> None:
-    assert make_client(redis_url="redis://127.0.0.1:1/0").get("/metrics").status_code == 503
+def test_metrics_serve_the_receivers_own_figures_when_redis_is_unreachable(
+    make_client: Callable[..., TestClient],
+) -> None:
+    """A scrape that failed would hide the 503s an outage gives providers."""
+    client = make_client(redis_url="redis://127.0.0.1:1/0")
+    body = event_body("down")
+    sent = client.post("/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)})
+    assert sent.status_code == 503
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.text
+    assert value(text, "webhooks_redis_up") == 0
+    assert value(text, "webhooks_rejected_total", source="inbound", reason="queue_unavailable") >= 1
+    assert "webhooks_queue_depth" not in text  # not a 0 that says all is well
+
+
+def test_metrics_say_redis_is_up_when_the_pipeline_was_read(
+    make_client: Callable[..., TestClient], redis: Redis
+) -> None:
+    redis.rpush("rq:queue:webhooks", "j1")
+    text = make_client().get("/metrics").text
+    assert value(text, "webhooks_redis_up") == 1
+    assert value(text, "webhooks_queue_depth") == 1
 
 
 def test_metrics_add_up_across_uvicorn_worker_processes(
@@ -97,3 +131,22 @@ def test_metrics_add_up_across_uvicorn_worker_processes(
     assert value(text, "webhooks_received_total", source="inbound", outcome="accepted") == 300
     # Each process counted in its own file; /metrics added them up.
     assert len(list(metrics_dir.glob("counter_*.db"))) == 2
+
+
+def test_a_delivery_that_raised_something_unexpected_is_counted_as_an_internal_error(
+    make_client: Callable[..., TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server answers it 500; the 5xx alert must see it as it sees a refusal."""
+    from app.receiver import Receiver
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    client = make_client()
+    labels = {"source": "inbound", "reason": "internal_error"}
+    before = value(client.get("/metrics").text, "webhooks_rejected_total", **labels)
+    monkeypatch.setattr(Receiver, "receive", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        client.post("/webhooks/inbound", content=b"{}")
+    after = value(client.get("/metrics").text, "webhooks_rejected_total", **labels)
+    assert after - before == 1

@@ -34,6 +34,25 @@ def test_the_keys_the_claim_script_writes_are_rqs_own(redis: Redis) -> None:
     assert keys.scheduled == ScheduledJobRegistry(queue=queue).key
 
 
+def test_the_keys_metrics_read_for_workers_and_the_scheduler_are_rqs_own(redis: Redis) -> None:
+    """/metrics counts a worker while its key lives without a `death` field, and the
+    scheduler by its lock (app/snapshot.py)."""
+    from rq import Worker
+    from rq.scheduler import RQScheduler
+    from rq.worker_registration import WORKERS_BY_QUEUE_KEY
+
+    keys = Keys("webhook", "webhooks")
+    queue = Queue("webhooks", connection=redis)
+    assert keys.workers == WORKERS_BY_QUEUE_KEY % "webhooks"
+    assert keys.scheduler_lock == RQScheduler.get_locking_key("webhooks")
+    worker = Worker([queue], connection=redis, name="seam")
+    worker.register_birth()
+    assert redis.smembers(keys.workers) == {worker.key.encode()}
+    assert not redis.hexists(worker.key, "death")
+    worker.register_death()
+    assert redis.smembers(keys.workers) == set() and redis.hexists(worker.key, "death")
+
+
 @pytest.mark.parametrize("function", sorted(JOB_FUNCTIONS))
 def test_a_job_stored_under_any_versions_function_name_runs(
     make_settings: Callable[..., Settings], redis: Redis, function: str

@@ -125,6 +125,21 @@ def test_per_source_tolerance_and_dedupe_ttl_override_the_defaults(
     assert (source.tolerance, source.dedupe_ttl) == (42, 259200)
 
 
+def test_expected_silence_has_a_default_a_per_source_override_and_zero_for_never(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SECRET_NIGHTLY", S)
+    monkeypatch.setenv("WEBHOOK_SECRET_AUDIT", S)
+    monkeypatch.setenv("WEBHOOK_EXPECTED_SILENCE_NIGHTLY", "172800")
+    monkeypatch.setenv("WEBHOOK_EXPECTED_SILENCE_AUDIT", "0")
+    sources = load(webhook_signing_secret=S, webhook_sources="inbound,nightly:hmac,audit:hmac")
+    assert {n: s.expected_silence for n, s in sources.sources.items()} == {
+        "inbound": 21_600,
+        "nightly": 172_800,
+        "audit": 0,
+    }
+
+
 def test_per_source_variables_are_read_from_the_env_file(tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("WEBHOOK_SOURCES=shop:hmac\nWEBHOOK_SECRET_SHOP=from-the-env-file-0123\n")

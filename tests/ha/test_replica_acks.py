@@ -17,7 +17,7 @@ from redis import Redis
 
 from app.keys import Keys, job_id_for
 from app.settings import Settings
-from tests.conftest import event_body, sign
+from tests.conftest import event_body, metric_value, sign
 from tests.ha.harness import MASTER, Cluster
 
 KEYS = Keys("webhook", "webhooks")
@@ -138,6 +138,33 @@ def test_a_frozen_replica_gets_no_200_given_and_retries_after_it_thaws_are_dupli
     queued = [j.decode() for j in primary.lrange(KEYS.queue, 0, -1)]
     expected = ["evt_before", "evt_a", "evt_b", "evt_replayed"]
     assert sorted(queued) == sorted(job_id_for("inbound", e) for e in expected)
+
+
+def test_a_claim_the_replicas_did_not_acknowledge_is_counted_as_not_replicated(
+    make_cluster: Callable[..., Cluster], make_client: Callable[..., TestClient]
+) -> None:
+    """Its own reason, apart from Redis failures, so that its alert names the replicas."""
+    cluster = make_cluster(replicas=1, sentinels=0)
+    client = make_client(
+        redis_url=cluster.primary.url, webhook_replica_acks=1, webhook_replica_ack_timeout=0.3
+    )
+
+    def refusals() -> tuple[float, float]:
+        text = client.get("/metrics").text
+        return tuple(  # type: ignore[return-value]
+            metric_value(text, "webhooks_rejected_total", source="inbound", reason=reason)
+            for reason in ("not_replicated", "queue_unavailable")
+        )
+
+    assert post_until_200(client, "evt_before") == "accepted"
+    before = refusals()
+    cluster.freeze(cluster.nodes[1])
+    try:
+        assert [post(client, e)[0] for e in ("evt_a", "evt_b")] == [503, 503]
+    finally:
+        cluster.thaw(cluster.nodes[1])
+    after = refusals()
+    assert (after[0] - before[0], after[1] - before[1]) == (2, 0)
 
 
 def test_the_log_only_and_replay_command_paths_wait_for_the_replicas_too(

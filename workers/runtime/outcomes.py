@@ -20,6 +20,7 @@ from app.jobstate import EventCall, EventStatus, JobMeta, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
 from app.turns import attempt_json, encode_json, failure_summary, run_field, told_by_turns
+from app.type_stats import count_command
 
 UPDATE_IF_PRESENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -102,6 +103,14 @@ def record(
     )
     if outcome is not None:
         commands.execute_command("HINCRBY", keys.stats(meta.source), str(outcome), 1)
+        count_by_type(commands, keys, meta.source, meta.type, outcome)
+
+
+def count_by_type(
+    commands: Commands, keys: Keys, source: str, event_type: str, outcome: Outcome, count: int = 1
+) -> None:
+    """Queue the count of outcomes by event type (`app/type_stats.py`)."""
+    commands.execute_command(*count_command(keys, source, event_type, str(outcome), count))
 
 
 def begin(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:

@@ -31,6 +31,7 @@ from workers.runtime.batch import Batch, Entry, Fate
 from workers.runtime.outcomes import (
     attempt_error,
     conclude,
+    count_by_type,
     log_outcome,
     read_event,
     record_end,
@@ -119,6 +120,7 @@ def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry
     logged: list[Logged] = []
     successes: list[Entry] = []
     counts: Counter[tuple[str, str, str, Outcome]] = Counter()
+    by_type: Counter[tuple[str, str, str, str, Outcome]] = Counter()
     for entry in held:
         if entry.fate is Fate.NOT_STARTED:
             continue
@@ -138,6 +140,7 @@ def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry
             job.meta = meta.to_meta()  # saved with RQ's own write of the job
             record_end(pipe, job, meta, None, raw)
             counts[(meta.prefix, job.origin, meta.source, Outcome(str(status)))] += 1
+            by_type[(meta.prefix, job.origin, meta.source, meta.type, Outcome(str(status)))] += 1
             successes.append(entry)
             logged.append(Logged(job, meta, status))
             continue
@@ -146,6 +149,9 @@ def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry
     for (prefix, origin, source, outcome), count in counts.items():
         if prefix:
             pipe.hincrby(Keys(prefix, origin).stats(source), str(outcome), count)
+    for (prefix, origin, source, kind, outcome), count in by_type.items():
+        if prefix:
+            count_by_type(pipe, Keys(prefix, origin), source, kind, outcome, count)
     batches.put_back(pipe, worker, batch, [e for e in held if e.fate is Fate.NOT_STARTED])
     return logged
 
