@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test lint format typecheck bench screenshots clean
+.PHONY: install install-test run test test-newest lint format typecheck bench screenshots clean
 
 # One line per install step; pip's own output (and the build backend's warnings) goes to
 # .venv/pip.log, printed only when the step fails.
@@ -51,6 +51,11 @@ typecheck: install-test
 
 test: install-test lint typecheck
 	$(BIN)/pytest -n 3 --dist loadgroup
+
+# The tests that pin RQ's, rq-dashboard's, uvicorn's and Starlette's internals, and the
+# end-to-end tests, on the newest releases in a throwaway venv: which pins can be widened.
+test-newest: install-test
+	$(PY) tests/newest.py
 
 # Not part of `make test`: about 10 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test

@@ -1,0 +1,157 @@
+"""`make test-newest`: the tests that pin the libraries' internals, against their newest releases.
+
+RQ, rq-dashboard, uvicorn, redis-py, FastAPI and Starlette are pinned to the versions whose
+internals the code was checked against (docs/internals.md lists each internal and the test
+that pins it). The day a new release ships, this says whether the pins can be widened:
+
+1. a throwaway venv gets this checkout with its test extras (the pinned versions), then the
+   newest release the index serves of each pinned library, whatever the pins say;
+2. the pinning tests (every test file docs/internals.md names) and the end-to-end tests
+   (marker `e2e`) run there, three at a time as `make test` runs them;
+3. a table says, per library, the range pyproject.toml allows, the newest release, and what
+   to do: nothing (the newest is allowed), widen the pin (the newest is outside it and the
+   tests pass), or keep it (they fail: the internals moved; read the failures).
+
+    python tests/newest.py [--keep DIR] [--pytest-args "..."]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+# The libraries whose internals the code relies on, or whose ceiling sits at a release.
+WATCHED = ("rq", "rq-dashboard", "redis", "fastapi", "starlette", "uvicorn", "cryptography")
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    name: str
+    requirement: Requirement
+    newest: Version
+
+    @property
+    def allowed(self) -> bool:
+        return self.requirement.specifier.contains(self.newest, prereleases=False)
+
+    def verdict(self, passed: bool) -> str:
+        if self.allowed:
+            return "nothing to do: the newest is allowed"
+        if passed:
+            return f"widen: {self.newest} passes (e.g. <{_next_minor(self.newest)})"
+        return f"keep: {self.newest} fails the pinning tests"
+
+
+def _next_minor(version: Version) -> str:
+    major, minor = (*version.release, 0, 0)[:2]
+    return f"{major}.{minor + 1}"
+
+
+def declared() -> dict[str, Requirement]:
+    """pyproject.toml's requirements of the watched libraries, by name."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    found: dict[str, Requirement] = {}
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        if requirement.name.lower() in WATCHED:
+            found[requirement.name.lower()] = requirement
+    return found
+
+
+def runs_make(path: Path) -> bool:
+    """A test file with tests that run `make run` in a checkout (the DEVSTACK group): their
+    processes run from the checkout's own .venv (the pinned versions), not from here."""
+    return "xdist_group(DEVSTACK)" in path.read_text()
+
+
+def pinning_tests() -> list[str]:
+    """Every test file docs/internals.md names as pinning an internal, but those that run
+    `make` (their processes would not run the newest releases)."""
+    named = set(re.findall(r"\b(test_[a-z0-9_]+\.py)", (ROOT / "docs/internals.md").read_text()))
+    paths = sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if path.name in named
+    )
+    missing = named - {Path(p).name for p in paths}
+    if missing:
+        sys.exit(f"docs/internals.md names tests that do not exist: {', '.join(sorted(missing))}")
+    return [p for p in paths if not runs_make(ROOT / p)]
+
+
+def run(command: list[str], log: Path) -> None:
+    with log.open("a") as out:
+        out.write("$ " + " ".join(command) + "\n")
+        out.flush()
+        if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode:
+            sys.exit(f"failed: {' '.join(command)} (see {log})")
+
+
+def installed(python: Path, name: str) -> Version:
+    out = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return Version(out.strip())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", type=Path, help="Build the venv here, and keep it.")
+    parser.add_argument("--pytest-args", default="", help="Passed on to pytest.")
+    args = parser.parse_args()
+    pins = declared()
+    tests = pinning_tests()
+    with tempfile.TemporaryDirectory() as tmp:
+        where = args.keep or Path(tmp)
+        venv, log = where / "venv", where / "pip.log"
+        python = venv / "bin" / "python"
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        if python.exists() and args.keep:
+            print(f"the venv {venv} kept from an earlier run ...", flush=True)
+        else:
+            print(f"a throwaway venv in {venv}, pip's output in {log} ...", flush=True)
+            run([sys.executable, "-m", "venv", str(venv)], log)
+            run([*pip, "--upgrade", "pip"], log)
+            run([*pip, "-e", f"{ROOT}[test]"], log)
+        # The newest releases, past the pins: pip warns of the conflict, and installs them.
+        run([*pip, "--upgrade", *WATCHED], log)
+        newest = [Pin(n, pins[n], installed(python, n)) for n in WATCHED if n in pins]
+        print(f"running {len(tests)} pinning test files and the end-to-end tests ...", flush=True)
+        command = [str(python), "-m", "pytest", "-n", "3", "--dist", "loadgroup", "-q"]
+        command += [*tests, *args.pytest_args.split()]
+        e2e = subprocess.run(
+            [str(python), "-m", "pytest", "-q", "--collect-only", "-m", "e2e", "tests"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        e2e_files = {line.split("::")[0] for line in e2e.stdout.splitlines() if "::" in line}
+        command += sorted(f for f in e2e_files if f not in tests and not runs_make(ROOT / f))
+        passed = subprocess.run(command, cwd=ROOT, check=False).returncode == 0
+    width = max(len(p.name) for p in newest)
+    print(f"\n{'library':<{width}}  {'pyproject.toml':<22}  {'newest':<10}  verdict")
+    for pin in newest:
+        allowed = str(pin.requirement.specifier)
+        print(f"{pin.name:<{width}}  {allowed:<22}  {pin.newest!s:<10}  {pin.verdict(passed)}")
+    print("\nthe pinning tests " + ("pass" if passed else "FAIL") + " on the newest releases")
+    print("not run here: the tests that run `make run` (they use the checkout's .venv); run")
+    print("them with `make test` after widening a pin")
+    sys.exit(0 if passed else 1)
+
+
+if __name__ == "__main__":
+    main()
