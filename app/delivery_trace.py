@@ -21,10 +21,10 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from app.errors import WebhookError
 from app.otel_setup import SCOPE, link, traceparent_of
-from app.tracing import DeliverySpan
 
 if TYPE_CHECKING:
     from app.providers import Delivery
+    from app.tracing import DeliverySpan  # which imports this module, when tracing is on
 
 ROUTE = "/webhooks/{source}"
 

@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from app.keyfetch import KeyFetcher
+from app.providers import verifier_for
+from app.providers.secret_strength import check_secret_strength
 from app.sources import (
     ConfigError,
     Defaults,
@@ -141,10 +144,6 @@ def _resolve_each(settings: Settings) -> tuple[list[SourceConfig], list[str]]:
 def _provider_problems(settings: Settings, sources: list[SourceConfig]) -> list[str]:
     """Build every source's verifier once, so a bad recipe, key or provider variable
     stops startup (of the workers too) with its one-line `ConfigError`."""
-    from app.keyfetch import KeyFetcher  # the providers import this module
-    from app.providers import verifier_for
-    from app.providers.secret_strength import check_secret_strength
-
     fetcher = KeyFetcher.from_settings(settings)
     found = []
     for source in sources:

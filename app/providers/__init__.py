@@ -30,7 +30,7 @@ from app.providers.twitch import TwitchVerifier
 from app.providers.woocommerce import WooCommerceVerifier
 from app.providers.xero import XeroVerifier
 from app.providers.zoom import ZoomVerifier
-from app.settings import SourceConfig
+from app.sources import SourceConfig
 
 # Verifiers that fetch keys take the shared `KeyFetcher` as well.
 FETCHING: dict[str, type[SnsVerifier | PlaidVerifier]] = {

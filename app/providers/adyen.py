@@ -38,7 +38,7 @@ from app.providers.base import (
 from app.providers.fields import body_digest, common_type
 from app.providers.json_body import parse_json_value
 from app.providers.request import Reply
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 ACCEPTED = Reply(b"[accepted]", "text/plain; charset=utf-8")
 MAX_ITEMS = 100

@@ -21,7 +21,7 @@ from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
 from app.jobstate import PayloadFormat
 from app.providers.json_body import parse_json_object
 from app.providers.request import Inbound, MethodNotAllowed, Reply
-from app.settings import SourceConfig
+from app.sources import SourceConfig
 
 MAX_EVENT_ID_LENGTH = 256
 

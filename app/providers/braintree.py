@@ -39,7 +39,7 @@ from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, event_id_from
 from app.providers.fields import body_digest, single_fields
 from app.providers.request import Inbound, Reply
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 # Never repeated: the verifier would check one and a handler might read the other.
 SIGNED_FIELDS = ("bt_signature", "bt_payload")

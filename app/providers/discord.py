@@ -32,7 +32,7 @@ from app.providers.base import (
 )
 from app.providers.json_body import parse_json_object
 from app.providers.request import Reply
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 PING = 1
 TYPES = {2: "application_command", 3: "message_component", 4: "autocomplete", 5: "modal_submit"}

@@ -20,8 +20,7 @@ from app.errors import InvalidPayload
 from app.providers.recipe import RecipeVerifier
 from app.providers.recipe_spec import Recipe
 from app.providers.request import Forbidden, Inbound, Reply
-from app.settings import ConfigError, SourceConfig
-from app.sources import check_not_placeholder
+from app.sources import ConfigError, SourceConfig, check_not_placeholder
 
 MAX_CHALLENGE = 256
 RECIPE = Recipe.model_validate(

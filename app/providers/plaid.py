@@ -35,7 +35,7 @@ from app.providers.base import Delivery, Verifier, check_window, event_id_from, 
 from app.providers.fields import body_digest, json_path
 from app.providers.json_body import parse_json_value, strict_json
 from app.providers.request import Inbound
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 DEFAULT_API = "https://production.plaid.com"
 MAX_TOKEN = 4096

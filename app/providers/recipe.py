@@ -46,7 +46,7 @@ from app.providers.recipe_spec import (
     template_parts,
 )
 from app.providers.request import Inbound, Reply
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 MAX_TIMESTAMP_LENGTH = 40
 

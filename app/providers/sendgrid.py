@@ -33,7 +33,7 @@ from app.providers.base import (
 )
 from app.providers.fields import body_digest, common_type
 from app.providers.json_body import parse_json_value
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 MAX_SIGNATURE = 80  # a P-256 DER signature is at most 72 bytes
 

@@ -43,7 +43,7 @@ from app.providers.base import (
 from app.providers.fields import parse_iso8601
 from app.providers.json_body import parse_json_value
 from app.providers.request import Inbound, Reply
-from app.settings import ConfigError, SourceConfig
+from app.sources import ConfigError, SourceConfig
 
 NOTIFICATION = ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type")
 CONFIRMATION = ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type")

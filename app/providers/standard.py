@@ -25,7 +25,7 @@ from app.providers.base import (
 from app.providers.json_body import parse_json_object
 from app.providers.recipe import decode_secret
 from app.providers.recipe_spec import SecretEncoding
-from app.settings import ConfigError, SourceConfig, env_suffix
+from app.sources import ConfigError, SourceConfig, env_suffix
 
 PREFIX = "whsec_"
 

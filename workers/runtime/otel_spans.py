@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -29,7 +29,9 @@ from app.otel_setup import SCOPE, link, parent, traceparent_of
 from app.turns import cut_error
 from workers.registry import HandlerRun
 from workers.runtime.retries import retry_delay
-from workers.runtime.spans import AttemptSpan, BatchSpan
+
+if TYPE_CHECKING:  # `spans` imports this module, when tracing is on
+    from workers.runtime.spans import AttemptSpan, BatchSpan
 
 _QUIET: dict[str, Any] = {"record_exception": False, "set_status_on_exception": False}
 
