@@ -1,7 +1,11 @@
-"""The receiver's one error hierarchy: each error carries its HTTP status and a safe detail.
+"""The errors a delivery is refused with: each carries its HTTP status, a reason (the
+`webhooks_rejected_total` label) and a safe detail.
 
 Details are fixed strings or describe the request's shape, never a secret or payload bytes.
-One exception handler (in `main.py`) turns them into `{"detail": ...}` answers.
+`app/ingress.py`'s `rejected` turns them into `{"detail": ...}` answers, for the delivery
+route and (through `main.py`'s exception handler) the others. A key fetch's refusal lives
+with the fetching (`app/keyfetch.py`'s `KeyUnavailable`), configuration errors with the
+settings (`app/sources.py`'s `ConfigError`).
 """
 
 from __future__ import annotations

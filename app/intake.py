@@ -1,7 +1,8 @@
 """Claim an event id and enqueue its RQ job in one atomic step, recording it in the ledger.
 
-The seed article's receiver did `SET NX` and then `LPUSH`: a crash between the two left an
-event claimed but never queued, and the provider's retry was then answered "duplicate".
+A receiver that does `SET NX` and then `LPUSH`, as tutorials show, can crash between the
+two: the event is claimed but never queued, and the provider's retry is answered
+"duplicate".
 Here one Lua script (`app/claim.py`) does it all: either it never reached Redis (nothing
 is written; the answer is 503 and the provider retries) or all of it ran.
 

@@ -84,7 +84,7 @@ COMMA_SECRETS = frozenset({"woocommerce"})
 # Providers that authenticate without a shared secret or key of the source's own.
 KEYLESS = frozenset({"sns"})
 _SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-# The seed articles' single-secret variable belongs to the default source.
+# The single-secret variable (WEBHOOK_SIGNING_SECRET) belongs to the default source.
 LEGACY_SOURCE = "inbound"
 # A source named without a provider uses the provider of its own name, except the default
 # source, whose provider (`inbound:hmac`) is not called `inbound`.

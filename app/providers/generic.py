@@ -1,4 +1,4 @@
-"""`hmac`: the seed articles' scheme.
+"""`hmac`: this project's own scheme (for senders of your own), as the README shows it.
 
 `X-Signature-256: <hex>` (an optional `sha256=` prefix is accepted) is the HMAC-SHA256 of
 the raw body. The event id is the body's `id`, its type the body's `type`; a body `created`

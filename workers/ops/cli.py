@@ -1,10 +1,10 @@
 """The `webhooks` command: run the worker, the dashboard or a dev stack, and operate events.
 
-Each process's code lives in its own package (`workers/runtime`, `workers/ops`,
-`workers/dev`) and is imported only by the subcommand that runs it. The operator
-subcommands live in small modules: `dead_cli` (dead letters), `events_cli` (the ledger),
-`replay_cli` (replay of missed events), `send_cli` (a signed test event), `sources_cli`
-(what is configured).
+The worker (`workers/runtime`), the dashboard (`workers/ops/dashboard.py`) and the dev
+stack (`workers/dev`) are imported only by the subcommand that runs them; the operator
+subcommands are imported with the command, and live in small modules: `dead_cli` (dead
+letters), `events_cli` (the ledger), `replay_cli` (replay of missed events), `send_cli` (a
+signed test event), `sources_cli` (what is configured).
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def setting_lines(provenance: Provenance, sources: list[str]) -> list[SettingLin
             lines.append(SettingLine(name, _shown(name, found[0]), found[1]))
     wanted = provenance.per_source_names() | provenance.otel_names() | _secrets_of(sources)
     if provenance.find("WEBHOOK_SIGNING_SECRET") is not None:
-        # The default source's secret is given the seed articles' way: not missing.
+        # The default source's secret given as WEBHOOK_SIGNING_SECRET: not missing.
         wanted -= {"WEBHOOK_SECRET_" + env_suffix(LEGACY_SOURCE)} - provenance.per_source_names()
     for name in sorted(wanted):
         found = provenance.find(name, exact=True)

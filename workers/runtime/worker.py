@@ -244,7 +244,7 @@ class WebhookWorker(MaintainedWorker):
         self._beat_at = time.monotonic()
         running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
         if running is not None and running.started_at is not None:
-            timeout = running.job.timeout or 180
+            timeout = running.job.timeout or DEFAULT_TIMEOUT
             if (now() - running.started_at).total_seconds() > timeout + 60:
                 self.horse.signal(signal.SIGKILL)  # stuck beyond its own death penalty
 

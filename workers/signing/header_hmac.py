@@ -60,7 +60,7 @@ def hmac_signature(key: bytes, body: bytes) -> str:
     return hex_hmac(key, body)
 
 
-# --- hmac: our own scheme (the seed articles') -------------------------------------------
+# --- hmac: our own scheme -----------------------------------------------------------------
 
 
 def sign_hmac(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
