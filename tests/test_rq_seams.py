@@ -188,3 +188,28 @@ def test_our_retry_writes_what_rqs_job_retry_writes(
         )
     assert found["evt_ours"] == found["evt_rq"]
     assert found["evt_ours"][2:] == ((True, False) if interval == "0" else (False, True))
+
+
+def test_rqs_worker_has_every_member_the_batch_and_settlement_use(redis: Redis) -> None:
+    from rq import Worker
+
+    from workers.runtime.rq_worker import MEMBERS
+
+    worker = Worker([Queue("seams-members", connection=redis)], connection=redis)
+    assert [name for name in MEMBERS if not hasattr(worker, name)] == []
+
+
+def test_rqs_cleanup_execution_given_an_execution_reads_only_the_workers_executions(
+    redis: Redis,
+) -> None:
+    from types import SimpleNamespace
+
+    from rq.executions import Execution, cleanup_execution
+
+    job = Queue("seams-cleanup", connection=redis).enqueue("builtins.print")
+    execution = Execution("exec-1", job.id, redis)
+    only_executions = SimpleNamespace(executions={execution.id: execution})
+    with redis.pipeline() as pipe:
+        cleanup_execution(only_executions, job, pipe, execution)  # type: ignore[arg-type]
+        pipe.execute()
+    assert only_executions.executions == {}

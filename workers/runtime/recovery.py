@@ -23,7 +23,7 @@ sighting is due (`recover` returns when), not a whole maintenance interval later
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import cast
 
 from redis import Redis
 from rq import Queue
@@ -35,6 +35,7 @@ from app.jobstate import PENDING, SUCCESS, EventStatus, UnreadableJob
 from app.logs import log_state
 from workers.runtime.batch import Batch, Entry, Fate
 from workers.runtime.outcomes import meta_of
+from workers.runtime.rq_worker import RQWorker
 from workers.runtime.settlement import settle_batch
 
 STUCK_SECONDS = 5
@@ -46,7 +47,7 @@ return 0
 """
 
 
-def recover(worker: Any, queue: Queue) -> float | None:
+def recover(worker: RQWorker, queue: Queue) -> float | None:
     """Take back what dead workers held; returns in how many seconds a job seen once in
     the intermediate queue is due its second sighting, if any is."""
     recover_batches(worker, queue)
@@ -70,7 +71,7 @@ def release_previous(connection: Redis, queue: Queue, names: Iterable[str]) -> i
     return released
 
 
-def recover_batches(worker: Any, queue: Queue) -> None:
+def recover_batches(worker: RQWorker, queue: Queue) -> None:
     connection: Redis = queue.connection
     registry = queue.started_job_registry
     expired = cast(list[bytes], connection.zrangebyscore(registry.key, 0, current_timestamp()))

@@ -38,6 +38,7 @@ from workers.runtime.outcomes import (
     settle,
 )
 from workers.runtime.retries import retry_delay
+from workers.runtime.rq_worker import RQWorker
 
 # Each attempt after the first follows a settlement by someone else; more than a few in a
 # row would mean something rewrites job hashes in a loop.
@@ -71,7 +72,7 @@ class JobState:
         job.retries_left, job.meta, job._status = self.retries_left, self.meta, self.status
 
 
-def settle_batch(worker: Any, batch: Batch) -> list[Entry]:
+def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
     """Settle the batch's jobs that nobody else has; returns those it settled."""
     entries = [e for e in batch.entries if e.execution is not None]
     if not entries:
@@ -80,7 +81,7 @@ def settle_batch(worker: Any, batch: Batch) -> list[Entry]:
     for _ in range(ATTEMPTS):
         with worker.connection.pipeline() as pipe:
             try:
-                pipe.watch(*[e.job.key for e in entries])
+                pipe.watch(*[e.job.key for e in entries])  # type: ignore[no-untyped-call]
                 held = still_held(pipe, batch, entries)
                 pipe.multi()
                 logged = queue_settlement(pipe, worker, batch, held)
@@ -116,7 +117,9 @@ def still_held(pipe: Pipeline, batch: Batch, entries: list[Entry]) -> list[Entry
     return [entry for entry, score in zip(entries, scores, strict=True) if score is not None]
 
 
-def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry]) -> list[Logged]:
+def queue_settlement(
+    pipe: Pipeline, worker: RQWorker, batch: Batch, held: list[Entry]
+) -> list[Logged]:
     logged: list[Logged] = []
     successes: list[Entry] = []
     counts: Counter[tuple[str, str, str, Outcome]] = Counter()
@@ -157,7 +160,7 @@ def queue_settlement(pipe: Pipeline, worker: Any, batch: Batch, held: list[Entry
 
 
 def settle_failure(
-    pipe: Pipeline, worker: Any, batch: Batch, entry: Entry, meta: JobMeta, raw: bytes
+    pipe: Pipeline, worker: RQWorker, batch: Batch, entry: Entry, meta: JobMeta, raw: bytes
 ) -> Logged:
     job = entry.job
     delay, error = retry_delay(job), attempt_error(meta, entry.exc_string)
