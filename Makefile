@@ -41,6 +41,7 @@ run: install
 lint: install-test
 	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench docs/screenshots
 	$(BIN)/ruff format --check app workers pytest_webhook_receiver tests examples bench docs/screenshots
+	$(PY) tests/assertions_lint.py
 
 format: install-test
 	$(BIN)/ruff check --fix app workers pytest_webhook_receiver tests examples bench docs/screenshots

@@ -31,7 +31,8 @@ def test_a_valid_signature_yields_the_event_id_and_type() -> None:
 
 
 def test_the_sha256_prefix_is_accepted() -> None:
-    verifier("k").verify(body(), {"x-signature-256": "sha256=" + sign(body(), "k")}, NOW)
+    headers = {"x-signature-256": "sha256=" + sign(body(), "k")}
+    assert verifier("k").verify(body(), headers, NOW).event_id == "evt_1"
 
 
 def test_a_one_byte_change_is_rejected() -> None:
@@ -43,7 +44,8 @@ def test_a_one_byte_change_is_rejected() -> None:
 
 def test_any_configured_secret_verifies_during_rotation() -> None:
     for secret in ("old", "new"):
-        verifier("old", "new").verify(body(), {"x-signature-256": sign(body(), secret)}, NOW)
+        headers = {"x-signature-256": sign(body(), secret)}
+        assert verifier("old", "new").verify(body(), headers, NOW).event_id == "evt_1"
 
 
 @pytest.mark.parametrize(
@@ -68,7 +70,8 @@ def test_a_created_timestamp_outside_the_tolerance_is_stale(offset: int) -> None
 
 def test_a_created_timestamp_inside_the_tolerance_passes() -> None:
     signed = body(created=int(NOW) - 299)
-    verifier("k").verify(signed, {"x-signature-256": sign(signed, "k")}, NOW)
+    delivery = verifier("k").verify(signed, {"x-signature-256": sign(signed, "k")}, NOW)
+    assert delivery.event_id == "evt_1"
 
 
 @pytest.mark.parametrize("created", ["yesterday", True, [1]])

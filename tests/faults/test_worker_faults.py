@@ -174,9 +174,10 @@ def test_one_sigterm_stops_a_worker_whose_redis_is_down(
 
     worker.signal(signal.SIGTERM)  # once, to the process group, as honcho does
     try:
-        worker.popen.wait(15)  # a hang detector: it used to go on for 45 s and more
+        code = worker.popen.wait(15)  # a hang detector: it used to go on for 45 s and more
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the worker ignored SIGTERM:\n{worker.output()[-2000:]}") from None
+    assert code == 0, worker.output()[-2000:]
 
 
 def test_a_failing_handler_prints_one_line_per_attempt_and_no_traceback(

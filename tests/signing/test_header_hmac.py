@@ -265,7 +265,8 @@ class Case:
     provider: str
     secret: str
     event_type: str
-    oracle: Callable[[SignedRequest, str], None]
+    # The provider's SDK or documented vector: raises when that side would refuse.
+    assert_agrees: Callable[[SignedRequest, str], None]
     tampers: dict[str, Tamper]
     # Where `event.data` lands in the payload the handler gets (the module's table).
     event_object: Callable[[Any], Any]
@@ -558,7 +559,7 @@ def test_a_changed_signed_byte_is_refused_and_nothing_is_queued(
 
 def test_the_providers_sdk_or_documented_vector_agrees(case: Case) -> None:
     request = sign(case.provider, case.secret, "evt_oracle", case.event_type)
-    case.oracle(request, case.secret)
+    case.assert_agrees(request, case.secret)
 
 
 # --- 5. event.data is the event object the handler gets -------------------------------------

@@ -21,6 +21,7 @@ import uuid
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue
+from rq.exceptions import StopRequested
 
 from app.connection import PROBE, WORKER, sync_client
 from app.library_logs import route_library_logs
@@ -127,6 +128,10 @@ def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
                 release_previous(connection, worker.queues[0], previous)
             problems.recovered()
             worker.work(burst=burst, with_scheduler=True, logging_level="INFO")
+        except StopRequested:
+            # The stop signal came while RQ tore the worker down after losing Redis (its
+            # handler raises this when the worker is not busy): a stop, not a failure.
+            return
         except RedisError as exc:
             # A stop requested while Redis is away ends here too: RQ's own shutdown writes
             # to Redis and fails. Nothing is lost by leaving: a job this worker held is
