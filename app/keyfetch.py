@@ -115,6 +115,7 @@ class KeyFetcher:
         refused_capacity: int = 64,
         new_keys: int = 10,
         per: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.origins = tuple(compile_origin(entry) for entry in allow)
         self.timeout = timeout
@@ -124,6 +125,8 @@ class KeyFetcher:
         self.refused_capacity = refused_capacity
         self.new_keys = new_keys
         self.per = per
+        # Read for every expiry and budget: a test moves it instead of sleeping.
+        self.clock = clock
         # Good keys, least recently used first; refused ones apart, so they evict none.
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._refused: OrderedDict[str, float] = OrderedDict()
@@ -146,7 +149,7 @@ class KeyFetcher:
         `KeyRefused` when the server refused it (lately) or the URL is not allowed;
         `KeyUnavailable` when it cannot be fetched, or `source` has used its new keys.
         """
-        now = time.monotonic()
+        now = self.clock()
         entry = self._cache.get(key)
         if entry is not None and entry.expires > now:
             self._cache.move_to_end(key)
@@ -187,7 +190,7 @@ class KeyFetcher:
         if done.cancelled():
             return
         error = done.exception()
-        now = time.monotonic()
+        now = self.clock()
         if error is None:
             self._refused.pop(key, None)
             self._cache[key] = _Entry(now + self.ttl, done.result())
