@@ -24,7 +24,7 @@ from app.tracing import NO_TRACING
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from app.receiver import Outcome, Receiver
+    from app.receiver import Answer, Receiver
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,7 +34,7 @@ PREFIX = "/webhooks/"
 JSON = b"application/json"
 
 
-def reply_bytes(outcome: Outcome) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
+def reply_bytes(outcome: Answer) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
     """Status, media type, body and extra headers of a 200 answer."""
     if outcome.reply is not None:
         reply = outcome.reply

@@ -35,7 +35,7 @@ MIN_WAIT = 0.25
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Answer:
     """The 200 answer: accepted or duplicate (`body`), or what the provider expects instead
     (`reply`: a handshake's answer, or a provider's own acknowledgement)."""
 
@@ -59,7 +59,7 @@ class Receiver:
 
     async def receive(
         self, source_name: str, request: Request, span: DeliverySpan = NO_SPAN
-    ) -> Outcome:
+    ) -> Answer:
         started = time.perf_counter()
         verifier = self.verifiers.get(source_name)
         if verifier is None:
@@ -75,7 +75,7 @@ class Receiver:
         span.event(verifier.source.provider, delivery)
         if delivery.reply is not None:
             log_state("handshake", source_name, "", delivery.event_type, ms=elapsed_ms(started))
-            return Outcome(body={}, reply=delivery.reply)
+            return Answer(body={}, reply=delivery.reply)
         # The signature does not cover the id: what it covers is claimed too.
         digest = None if verifier.id_signed else delivery.signed_digest(raw)
         if delivery.batch:
@@ -94,7 +94,7 @@ class Receiver:
         received_at: float,
         started: float,
         span: DeliverySpan,
-    ) -> Outcome:
+    ) -> Answer:
         """Each event of the batch claimed at once (one pipeline: `batching.py`). Should one
         claim fail, the answer is a 503 and the provider's retry finds the others claimed."""
         outcomes = await asyncio.gather(
@@ -104,7 +104,7 @@ class Receiver:
             )
         )
         accepted = any(o.body["status"] == "accepted" for o in outcomes)
-        return Outcome(
+        return Answer(
             body={"status": "accepted" if accepted else "duplicate", "id": delivery.event_id},
             reply=delivery.ack,
         )
@@ -154,7 +154,7 @@ class Receiver:
 
     async def replay(
         self, source_name: str, request: Request, span: DeliverySpan = NO_SPAN
-    ) -> Outcome:
+    ) -> Answer:
         """An event re-sent by an operator, whose signature no longer matches.
 
         Disabled (404, as if absent) unless WEBHOOK_REPLAY_TOKEN is set; the token is
@@ -195,7 +195,7 @@ class Receiver:
         started: float,
         span: DeliverySpan,
         signed_digest: str | None = None,
-    ) -> Outcome:
+    ) -> Answer:
         source_name = source.name
         # The wait for Redis ends at the acknowledgement deadline, counted from the
         # request's arrival; never cut below a floor, so a slow upload still gets its try.
@@ -239,7 +239,7 @@ class Receiver:
             ms=round(elapsed * 1000, 2),
             **extra,
         )
-        return Outcome(body={"status": status, "id": delivery.event_id}, reply=delivery.ack)
+        return Answer(body={"status": status, "id": delivery.event_id}, reply=delivery.ack)
 
     async def metrics(self) -> bytes:
         """Served even when Redis cannot be read: the receiver's 503s are what an outage

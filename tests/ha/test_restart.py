@@ -107,7 +107,7 @@ def test_a_rebuilt_worker_takes_back_at_once_what_its_previous_incarnation_held(
     batch = take(redis, queue, 10, None)
     assert batch is not None
     with redis.pipeline(transaction=False) as pipe:
-        batches.begin(pipe, first, batch, 15)
+        batches.begin_executions(pipe, first, batch, 15)
         pipe.execute()
     # It lost Redis mid-maintenance too: its lock is left behind.
     redis.set(queue.registry_cleaning_key, first.name, ex=60)

@@ -72,7 +72,7 @@ class Batch:
         return [entry.job for entry in self.entries]
 
 
-def begin(pipe: Pipeline, worker: RQWorker, batch: Batch, ttl: int) -> None:
+def begin_executions(pipe: Pipeline, worker: RQWorker, batch: Batch, ttl: int) -> None:
     """Each job becomes an execution of this worker, in the started registry, off the
     intermediate queue: what RQ's `Execution.create` and `prepare_job_execution` write,
     with the registry writes that take many members made once for the batch."""
@@ -164,7 +164,7 @@ def settle_successes(
     pipe.hincrbyfloat(worker.key, "total_working_time", total.total_seconds())
 
 
-def settle_failure(pipe: Pipeline, worker: RQWorker, batch: Batch, entry: Entry) -> bool:
+def fail_execution(pipe: Pipeline, worker: RQWorker, batch: Batch, entry: Entry) -> bool:
     """What RQ's `handle_job_failure` writes, on the batch's pipeline. True when the job
     was retried (scheduled or queued again), False when it went to the failed registry."""
     job, execution = entry.job, entry.execution

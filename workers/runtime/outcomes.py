@@ -113,7 +113,7 @@ def count_by_type(
     commands.execute_command(*count_command(keys, source, event_type, str(outcome), count))
 
 
-def begin(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:
+def begin_attempt(commands: Commands, job: Job, meta: JobMeta, requeued: bool) -> None:
     """An attempt starts: its meta (attempts counted), its budget, the ledger."""
     job.meta = meta.to_meta()
     fields: list[Any] = ["meta", job.serializer.dumps(job.meta)]

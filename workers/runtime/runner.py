@@ -27,7 +27,7 @@ from app.jobstate import EventStatus, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
 from workers.runtime.deliver import checkpointing, handler_spans
-from workers.runtime.outcomes import begin, read_event
+from workers.runtime.outcomes import begin_attempt, read_event
 from workers.runtime.retries import restore_budget
 from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.stream import Stream
@@ -178,7 +178,7 @@ class Run:
         meta.turns = []  # this attempt's, as they end
         replayed = "x-webhook-replayed-from" in call.headers
         with self.spans.attempt(job, meta, self.batch_trace, replayed) as span:
-            begin(self.stream, job, meta, requeued)
+            begin_attempt(self.stream, job, meta, requeued)
             self.stream.send()
             self.report(
                 Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta))

@@ -133,7 +133,7 @@ def queue_settlement(
             meta, call = read_event(job)
         except UnreadableJob as exc:
             job.retries_left = 0  # to the failed registry, through RQ's own failure path
-            batches.settle_failure(pipe, worker, batch, entry)
+            batches.fail_execution(pipe, worker, batch, entry)
             logged.append(Logged(job, None, EventStatus.DEAD, str(exc)))
             continue
         raw = call.raw
@@ -164,7 +164,7 @@ def settle_failure(
 ) -> Logged:
     job = entry.job
     delay, error = retry_delay(job), attempt_error(meta, entry.exc_string)
-    if batches.settle_failure(pipe, worker, batch, entry):
+    if batches.fail_execution(pipe, worker, batch, entry):
         settle(pipe, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
         return Logged(job, meta, EventStatus.RETRYING, error, delay)
     settle(pipe, job, meta, EventStatus.DEAD, Outcome.DEAD_LETTERED, error, raw)

@@ -126,7 +126,7 @@ class WebhookWorker(MaintainedWorker):
         # One transaction: a begin cut partway would leave jobs off the intermediate queue
         # and not yet in the started registry, where no recovery looks.
         with self.critical(), batch.trace.step("begin"), self.connection.pipeline() as pipe:
-            batches.begin(pipe, self, batch, ttl)
+            batches.begin_executions(pipe, self, batch, ttl)
             self.set_state(WorkerStatus.BUSY, pipeline=pipe)
             self.heartbeat(ttl, pipeline=pipe)
             pipe.execute()
