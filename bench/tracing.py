@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import gzip
+import os
 import tempfile
 import threading
 import zlib
@@ -144,9 +145,11 @@ def tracing(
     runs: dict[str, list[dict[str, Any]]] = {setup: [] for setup in SETUPS}
     rates: dict[str, list[float]] = {setup: [] for setup in SETUPS}
     ingest_exports, drain_exports = Exports(), Exports()
+    loads = []  # the machine's 1-minute load average as each round starts
     with Collector() as collector, tempfile.TemporaryDirectory() as tmp:
         envs = environments(collector.endpoint)
         for round_ in range(rounds):
+            loads.append(os.getloadavg()[0])
             # Each run's exports are taken once its process has ended: the receiver's lifespan
             # and the worker's burst end both export what the SDK still held.
             for setup in order(round_):
@@ -167,6 +170,7 @@ def tracing(
         "drain": {**summary(pairs(rates, "on")), **drain_exports.figures(ATTEMPT_SPAN)},
         "ingest_aa": over_off(runs, "off_again"),
         "drain_aa": summary(pairs(rates, "off_again")),
+        "load_average": loads,
     }
 
 
