@@ -170,6 +170,9 @@ def tracing(
         "drain": {**summary(pairs(rates, "on")), **drain_exports.figures(ATTEMPT_SPAN)},
         "ingest_aa": over_off(runs, "off_again"),
         "drain_aa": summary(pairs(rates, "off_again")),
+        # Every run's figure, round by round, for a reader who doubts a median.
+        "ingest_rps": {setup: [run["rps"] for run in runs[setup]] for setup in SETUPS},
+        "drain_events_per_s": rates,
         "load_average": loads,
     }
 
