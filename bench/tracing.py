@@ -146,6 +146,7 @@ def tracing(
     rates: dict[str, list[float]] = {setup: [] for setup in SETUPS}
     ingest_exports, drain_exports = Exports(), Exports()
     loads = []  # the machine's 1-minute load average as each round starts
+    Redis.from_url(redis_url).flushall()  # what a measure before left does not count
     with Collector() as collector, tempfile.TemporaryDirectory() as tmp:
         envs = environments(collector.endpoint)
         for round_ in range(rounds):
