@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import statistics
 import sys
 import time
@@ -43,14 +44,19 @@ def event_body(event_id: str) -> bytes:
     ).encode()
 
 
-def fill(settings: Settings, connection: Redis, count: int, tag: str) -> None:
-    """Queue `count` events through the receiver's own claim script."""
+def fill(settings: Settings, connection: Redis, count: int, tag: str, traced: bool = False) -> None:
+    """Queue `count` events through the receiver's own claim script; `traced`, each with a
+    sampled W3C traceparent of its own in its meta, as a receiver with tracing on claims it."""
     intake = SyncIntake(settings, connection)
     source = settings.sources["inbound"]
     for n in range(count):
         event_id = f"evt_{tag}_{n}"
         delivery = Delivery(event_id, "order.created")
-        intake.claim_and_enqueue(source, delivery, event_body(event_id), time.time())
+        trace = f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01" if traced else ""
+        _, keys, args = intake.claim_call(
+            source, delivery, event_body(event_id), time.time(), trace=trace
+        )
+        intake.replicated(intake.claim_script, keys, args)
 
 
 def summary(pairs: list[tuple[float, float]]) -> dict[str, Any]:

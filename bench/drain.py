@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,15 @@ def worker_rate(
     workers: int,
     handler: bool = False,
     root: Path = ROOT,
+    env: Mapping[str, str] | None = None,
+    traced: bool = False,
 ) -> float:
+    """`env`: more of the workers' environment; `traced`: every job carries a traceparent."""
     settings = bench_settings(redis_url)
     connection = Redis.from_url(redis_url)
     connection.flushall()
-    fill(settings, connection, events, "d")
-    run_workers(redis_url, mode, workers, handler, root)
+    fill(settings, connection, events, "d", traced)
+    run_workers(redis_url, mode, workers, handler, root, env)
     outcome = "done" if handler else "ignored"
     settled = int(connection.hget("bench:stats:inbound", outcome) or 0)
     assert settled == events, f"the workers settled {settled} of {events} as {outcome}"
@@ -70,7 +74,12 @@ def worker_rate(
 
 
 def run_workers(
-    redis_url: str, mode: str, workers: int, handler: bool = False, root: Path = ROOT
+    redis_url: str,
+    mode: str,
+    workers: int,
+    handler: bool = False,
+    root: Path = ROOT,
+    more_env: Mapping[str, str] | None = None,
 ) -> None:
     """`webhooks worker --burst` as the Procfile starts it, `workers` at once, to the end."""
     env = {
@@ -80,6 +89,7 @@ def run_workers(
         "WEBHOOK_KEY_PREFIX": "bench",
         "WEBHOOK_WORKER_MODE": mode,
         "PATH": f"{root / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        **(more_env or {}),
     }
     if handler:
         env["WEBHOOK_HANDLERS"] = "bench.noop_handler"

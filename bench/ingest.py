@@ -114,15 +114,16 @@ def one_run(
     connections: int,
     threads: int,
 ) -> dict[str, Any]:
-    """One wrk run (after a second's warm-up) against a fresh server of `app`."""
+    """One wrk run (after a second's warm-up, whose requests it counts) against a fresh server
+    of `app`."""
     bodies = tmp / f"{tag}.txt"
     # More bodies than any run can send: every request is a new event.
     signed_bodies(bodies, 60_000 * seconds // 10, tag)
     port = free_port()
     server = serve(app, port, env)
     try:
-        wrk(port, bodies, 1, connections, threads)  # warm-up
-        return wrk(port, bodies, seconds, connections, threads)
+        warm_up = wrk(port, bodies, 1, connections, threads)
+        return {**wrk(port, bodies, seconds, connections, threads), "warm_up": warm_up["requests"]}
     finally:
         server.terminate()
         server.wait()

@@ -12,6 +12,8 @@ rounds' ratios is reported:
 - the Events page (`bench/events_page.py`) over a million ledger records.
 - replica acks (`bench/replicas.py`): the receiver at WEBHOOK_REPLICA_ACKS=1 over 0, on a
   primary and a replica of its own.
+- tracing (`bench/tracing.py`): ingest and the one-handler drain with tracing on (exporting
+  to a no-op collector) over off, and off over off (the noise band), alternating.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bench.memory import memory
 from bench.peers import peers
 from bench.replicas import replica_acks
 from bench.table import table
+from bench.tracing import tracing
 from workers.dev.redis_server import RedisServer
 
 
@@ -49,9 +52,10 @@ def main() -> None:
     parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument(
         "--only",
-        choices=["replicas", "drain-ab"],
+        choices=["replicas", "drain-ab", "tracing"],
         help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
-        " drain-ab = the one-handler drain of this checkout over --against's, both modes.",
+        " drain-ab = the one-handler drain of this checkout over --against's, both modes;"
+        " tracing = ingest and the one-handler drain with tracing on vs off, and off vs off.",
     )
     parser.add_argument(
         "--against", type=Path, help="drain-ab's baseline: a checkout with its own .venv."
@@ -79,6 +83,18 @@ def main() -> None:
     if args.only == "replicas":
         print(table({"replicas": replica_acks(*load)}))
         return
+    if args.only == "tracing":
+        with tempfile.TemporaryDirectory() as tmp:
+            redis = RedisServer(Path(tmp) / "redis").start()
+            try:
+                alone = {"tracing": tracing(redis.url, *load, args.drain_events)}
+            finally:
+                redis.stop()
+        print(table(alone))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(alone, indent=2) + "\n")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         redis = RedisServer(Path(tmp) / "redis").start()
         try:
@@ -94,6 +110,7 @@ def main() -> None:
                 "scaling": scaling(url, rounds, events),
                 "peers": {} if args.skip_peers else peers(url, rounds, events),
                 "memory": memory(url, 10_000),
+                "tracing": tracing(url, *load, events),
             }
             result["replicas"] = replica_acks(*load)
         finally:

@@ -22,9 +22,76 @@ def replica_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def tracing_rows(t: dict[str, Any], result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """On over off and off over off (the noise band), and what the "on" runs exported; in a
+    full run, the off figures beside the receiver's and the one-handler drain's rows."""
+    i, d, ia, da = t["ingest"], t["drain"], t["ingest_aa"], t["drain_aa"]
+
+    def spread(ratios: list[float]) -> str:
+        return f"rounds {min(ratios):.2f}-{max(ratios):.2f}"
+
+    def exported(m: dict[str, Any], item: str, span: str) -> str:
+        return (
+            f"{m['spans']:,} spans ({m['spans_per_item']:.1f} per {item}, {span}"
+            f" {m['items_with_span']:.2f} per {item}) in {m['exports']:,} POSTs,"
+            f" {m['export_bytes'] / 1e6:.1f} MB"
+        )
+
+    rows = [
+        (
+            "ingest, tracing on over off",
+            f"{i['ratio']:.2f}",
+            f"{i['on_rps']:.0f} vs {i['off_rps']:.0f} req/s ({spread(i['ratios'])})",
+            "",
+        ),
+        (
+            "  latency p50 / p99, on vs off",
+            "",
+            f"{i['on_p50_us'] / 1000:.1f} / {i['on_p99_us'] / 1000:.1f} vs"
+            f" {i['off_p50_us'] / 1000:.1f} / {i['off_p99_us'] / 1000:.1f} ms",
+            "",
+        ),
+        ("  exported (on)", "", exported(i, "request", "the delivery's span"), ""),
+        (
+            "ingest, tracing off over off (noise)",
+            f"{ia['ratio']:.2f}",
+            f"{ia['off_again_rps']:.0f} vs {ia['off_rps']:.0f} req/s ({spread(ia['ratios'])})",
+            "",
+        ),
+        (
+            "drain (fork, one handler), tracing on over off",
+            f"{d['ratio']:.2f}",
+            f"{d['rate']:.0f} vs {d['baseline_rate']:.0f} events/s ({spread(d['ratios'])})",
+            "",
+        ),
+        ("  exported (on)", "", exported(d, "event", "the attempt's span"), ""),
+        (
+            "drain (fork, one handler), off over off (noise)",
+            f"{da['ratio']:.2f}",
+            f"{da['rate']:.0f} vs {da['baseline_rate']:.0f} events/s ({spread(da['ratios'])})",
+            "",
+        ),
+    ]
+    if "ingest" in result:  # tracing off is the code path of the rows above
+        rows.append(
+            (
+                "  off beside the rows above",
+                "",
+                f"ingest {i['off_rps']:.0f} req/s (receiver row"
+                f" {result['ingest']['receiver_rps']:.0f}), drain {d['baseline_rate']:.0f}"
+                f" events/s (one-handler row {result['drain_handler']['rate']:.0f})",
+                "",
+            )
+        )
+    return rows
+
+
 def table(result: dict[str, Any]) -> str:
     if "ingest" not in result:  # one measure alone (--only)
-        return _format(replica_rows(result["replicas"]))
+        rows = replica_rows(result["replicas"]) if "replicas" in result else []
+        if "tracing" in result:
+            rows += tracing_rows(result["tracing"], result)
+        return _format(rows)
     i, m = result["ingest"], result["memory"]
     rows = [
         (
@@ -117,6 +184,8 @@ def table(result: dict[str, Any]) -> str:
         )
     if "replicas" in result:
         rows += replica_rows(result["replicas"])
+    if "tracing" in result:
+        rows += tracing_rows(result["tracing"], result)
     return _format(rows)
 
 
