@@ -58,7 +58,7 @@ test: install-test lint typecheck
 test-newest: install-test
 	$(PY) tests/newest.py
 
-# Not part of `make test`: about 10 minutes of load. Needs wrk (apt-get install wrk).
+# Not part of `make test`: about 17 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test
 	$(PY) bench/run.py --json bench/results/latest.json
 
