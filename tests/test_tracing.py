@@ -209,6 +209,8 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
     assert effects(redis, ok) == 1
     assert {s.service for s in collector.trace(duplicate.trace_id)} == {"webhook-receiver"}
 
+    # Span names stay short and few (a pipeline's is not the list of its commands).
+    assert max(len(s.name) for s in collector.all()) <= 64
     # Nothing exported carries the secret, a signature, or the payload.
     signature = sign(event_body(ok, "order.created", note=MARKER)).encode()
     exported = b"".join(collector.bodies)
