@@ -177,7 +177,10 @@ def test_one_sigterm_stops_a_worker_whose_redis_is_down(
         code = worker.popen.wait(15)  # a hang detector: it used to go on for 45 s and more
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the worker ignored SIGTERM:\n{worker.output()[-2000:]}") from None
-    assert code == 0, worker.output()[-2000:]
+    # Stopped by its handler (0), or by the signal itself while RQ was still retrying its
+    # first connection (before its handlers are set): a stop either way, never a crash.
+    assert code in (0, -signal.SIGTERM), worker.output()[-2000:]
+    assert "Traceback" not in worker.output()
 
 
 def test_a_failing_handler_prints_one_line_per_attempt_and_no_traceback(
