@@ -185,7 +185,8 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
     assert {first.trace_id, second.trace_id} == {received.trace_id}
     assert first.parent_id == second.parent_id == received.span_id
     assert second.attr("webhook.attempt") == 2 and second.attr("webhook.outcome") == "done"
-    assert second.attr("webhook.backoff_s") >= 0.9
+    # RQ schedules in whole seconds: a 1 s interval waits between 0 and 2 s.
+    assert 0 < second.attr("webhook.backoff_s") < 30
 
     # A dead letter: the last attempt says so.
     first, last = attempts(collector, dead, 2)
@@ -208,6 +209,23 @@ def test_a_delivery_its_retries_its_dead_letter_and_its_requeue_read_as_traces(
     duplicate = delivery(collector, ok, "duplicate")
     assert effects(redis, ok) == 1
     assert {s.service for s in collector.trace(duplicate.trace_id)} == {"webhook-receiver"}
+
+    # A replay from the ledger starts a trace of its own too, linked to the delivery's.
+    first = delivery(collector, ok)
+    cli(stack, "replay", "ledger", "inbound", "--since", "0", "--all-handlers")
+    spans = collector.wait_for(
+        lambda spans: any(
+            s.name == "webhook replay" and s.attr("webhook.event_id") == ok for s in spans
+        ),
+        "the replay's span",
+    )
+    (replay,) = [
+        s for s in spans if s.name == "webhook replay" and s.attr("webhook.event_id") == ok
+    ]
+    assert replay.parent_id == "" and replay.trace_id != first.trace_id
+    assert replay.links == [(first.trace_id, first.span_id, {"webhook.link": "original"})]
+    *_, again = attempts(collector, ok, 2)
+    assert (again.trace_id, again.parent_id) == (replay.trace_id, replay.span_id)
 
     # Span names stay short and few (a pipeline's is not the list of its commands).
     assert max(len(s.name) for s in collector.all()) <= 64
@@ -265,6 +283,54 @@ def test_the_other_routes_are_traced_by_the_fastapi_instrumentation_and_a_handsh
     (probe,) = [s for s in spans if s.name == "GET /readyz"]
     assert probe.service == "webhook-receiver"
     assert not [s for s in spans if s.trace_id == SENDER_TRACE or "webhooks" in s.name]
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        "not-a-traceparent",
+        "00-" + "0" * 32 + "-00f067aa0ba902b7-01",  # an all-zero trace id: invalid
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" + "-x" * 2000,
+        "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",  # a forbidden version
+    ],
+    ids=["garbage", "zero-trace", "oversized", "version-ff"],
+)
+def test_a_hostile_traceparent_is_neither_parent_nor_link_and_fails_no_delivery(
+    traced_stack: Callable[[str], Stack], collector: Collector, sent: str
+) -> None:
+    web = traced_stack("fork").start("web")
+    event_id = f"evt_hostile_parent_{len(sent)}_{sent[:2]}"
+    body = event_body(event_id, note=MARKER)
+    headers = {"X-Signature-256": sign(body), "traceparent": sent}
+    answer = httpx.post(f"{web.url}/webhooks/inbound", content=body, headers=headers)
+    assert answer.json()["status"] == "accepted"
+    received = delivery(collector, event_id)
+    assert received.parent_id == "" and received.links == []
+
+
+def test_a_delivery_redis_cannot_take_is_traced_as_a_503(
+    make_redis: Callable[..., RedisServer],
+    make_stack: Callable[..., Stack],
+    collector: Collector,
+) -> None:
+    own = make_redis()
+    stack = make_stack(
+        own.url,
+        OTEL_TRACES_EXPORTER="otlp",
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY="100",
+    )
+    web = stack.start("web")
+    own.kill()
+    assert post(web.url, "evt_no_redis").status_code == 503
+    spans = collector.wait_for(
+        lambda spans: any(s.attr("http.response.status_code") == 503 for s in spans), "the 503"
+    )
+    (refused,) = [s for s in spans if s.attr("http.response.status_code") == 503]
+    assert refused.attr("webhook.outcome") == "rejected"
+    assert refused.attr("webhook.reason") == "queue_unavailable" and refused.status == 2
+    (claim,) = [s for s in children(collector, refused) if s.name == "webhook claim"]
+    assert claim.status == 2
 
 
 def test_a_delivery_the_receiver_does_not_sample_is_not_traced_by_the_worker(
