@@ -10,7 +10,7 @@ import gzip
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from tests.loopback import posts_served
 from tests.processes import wait_until
 
 
@@ -119,31 +120,15 @@ class Collector:
 
 def serve() -> Iterator[Collector]:
     collector = Collector()
+    reply = ExportTraceServiceResponse().SerializeToString()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = self.rfile.read(length)
-            if self.headers.get("content-encoding") == "gzip":
-                body = gzip.decompress(body)
-            if self.path == "/v1/traces":
-                collector.take(body)
-            reply = ExportTraceServiceResponse().SerializeToString()
-            self.send_response(200)
-            self.send_header("content-type", "application/x-protobuf")
-            self.send_header("content-length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def answer(path: str, headers: Message, body: bytes) -> tuple[bytes, str]:
+        if headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        if path == "/v1/traces":
+            collector.take(body)
+        return reply, "application/x-protobuf"
 
-        def log_message(self, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    collector.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with posts_served(answer) as port:
+        collector.port = port
         yield collector
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -13,9 +13,10 @@ import json
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.message import Message
 from typing import Any
 
+from tests.loopback import posts_served
 from tests.processes import wait_until
 
 PROJECT = "42"
@@ -98,27 +99,10 @@ class Ingest:
 def serve() -> Iterator[Ingest]:
     ingest = Ingest()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            body = decompress(self.rfile.read(length), self.headers.get("content-encoding", ""))
-            ingest.take(self.path, body)
-            reply = b'{"id":"0"}'
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def answer(path: str, headers: Message, body: bytes) -> tuple[bytes, str]:
+        ingest.take(path, decompress(body, headers.get("content-encoding", "")))
+        return b'{"id":"0"}', "application/json"
 
-        def log_message(self, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    ingest.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with posts_served(answer) as port:
+        ingest.port = port
         yield ingest
-    finally:
-        server.shutdown()
-        server.server_close()
