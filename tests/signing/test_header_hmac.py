@@ -33,7 +33,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from app.jobstate import EventCall, PayloadFormat
 from app.settings import Settings, SourceConfig
-from workers.runtime.deliver import parse_payload
+from workers.runtime.job_event import parse_payload
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError, header_hmac
 from workers.signing.defaults import DEFAULT_TYPE
 from workers.signing.header_hmac_digest_ids import zoom_signature

@@ -26,29 +26,26 @@ one (Sentry: `reports.py`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
 
 from rq import get_current_job
 from rq.job import Job
 
-from app.jobstate import EventCall, EventStatus, JobMeta, PayloadFormat
+from app.jobstate import EventCall, EventStatus, JobMeta
 from app.keys import Keys
-from app.turns import FAILURES, HandlerState, cut_error
-from workers.event import Event, PermanentError
-from workers.registry import (
-    HandlerRun,
-    HandlersFailed,
-    HandlerSpan,
-    Registered,
-    registry,
-    run_handlers,
+from app.turns import HandlerState, cut_error
+from workers.event import Event
+from workers.registry import HandlerRun, HandlerSpan, Registered, registry, run_handlers
+from workers.runtime.attempt import (
+    Plan,
+    attempt_failure,
+    error_line,
+    failure_ends_event,
+    final_status,
 )
+from workers.runtime.job_event import event_of
 from workers.runtime.reports import reporting
 from workers.versions import JobContext, current
 
@@ -64,32 +61,6 @@ checkpointing: ContextVar[Callable[[Job], None] | None] = ContextVar(
 )
 # Each handler's span (tracing on): set by the runner around its batch, like `checkpointing`.
 handler_spans: ContextVar[HandlerSpan | None] = ContextVar("webhook_handler_spans", default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What one attempt runs: the matching handlers not yet succeeded (nor failed
-    permanently), and the names of those that had not succeeded and are registered no more."""
-
-    todo: list[Registered]
-    removed: list[str]
-
-    @classmethod
-    def of(cls, entries: list[Registered], states: dict[str, HandlerState]) -> Plan:
-        if not states:
-            return cls(entries, [])
-        todo = [e for e in entries if not _settled_for_now(states.get(e.name))]
-        names = {e.name for e in entries}
-        removed = [
-            name
-            for name, state in states.items()
-            if name not in names and not state.succeeded and state is not HandlerState.REMOVED
-        ]
-        return cls(todo, removed)
-
-
-def _settled_for_now(state: HandlerState | None) -> bool:
-    return state is not None and (state.succeeded or state is HandlerState.PERMANENT)
 
 
 def deliver(*args: Any) -> str:
@@ -114,7 +85,7 @@ def deliver(*args: Any) -> str:
     def turn_ended(run: HandlerRun) -> None:
         runs.append(run)
         states[run.name] = run.state
-        error = cut_error(_error_line(run.error)) if run.error is not None else ""
+        error = cut_error(error_line(run.error)) if run.error is not None else ""
         turns.append([run.name, run.state.value, error])
         if run.state.succeeded and len(runs) < len(plan.todo) and job and meta:
             _keep(job, meta, states, turns, save=True)
@@ -139,7 +110,7 @@ def deliver(*args: Any) -> str:
     _heard(job, event, entries, runs, failure)
     if failure is not None:
         raise failure
-    return _ran(job, meta, _status(states))
+    return _ran(job, meta, final_status(states))
 
 
 def _heard(
@@ -158,46 +129,6 @@ def _heard(
     if reporter is not None and failure is not None:
         retries_left = job.retries_left if job is not None else None
         reporter.attempt_failed(event, runs, dead=not (retries_left and retries_left > 0))
-
-
-def attempt_failure(
-    runs: list[HandlerRun], states: dict[str, HandlerState]
-) -> BaseException | None:
-    """What the job raises: the one failure's own exception, or `HandlersFailed` naming each
-    failure; None when no handler failed and none waits after a permanent failure."""
-    failed = [run for run in runs if run.state in FAILURES]
-    retrying = any(run.state is HandlerState.FAILED for run in runs)
-    earlier = [
-        name
-        for name, state in states.items()
-        if state is HandlerState.PERMANENT and all(run.name != name for run in runs)
-    ]
-    if len(failed) == 1 and not earlier:
-        return failed[0].error
-    if not failed and not earlier:
-        return None
-    lines = [f"{run.name}: {_error_line(run.error)}" for run in failed]
-    lines += [f"{name}: failed permanently on an earlier attempt" for name in earlier]
-    count = len(failed) + len(earlier)
-    error = HandlersFailed(
-        f"{count} handler{'s' if count > 1 else ''} failed: " + "; ".join(lines),
-        permanent=not retrying,
-        failures=tuple((run.name, run.error) for run in failed if run.error is not None),
-    )
-    error.__cause__ = failed[0].error if failed else None
-    return error
-
-
-def failure_ends_event(error: BaseException) -> bool:
-    """True when the event is dead-lettered now, whatever its retry budget holds."""
-    return isinstance(error, PermanentError) or getattr(error, "permanent", False) is True
-
-
-def _status(states: dict[str, HandlerState]) -> EventStatus:
-    found = set(states.values())
-    if HandlerState.DONE in found:
-        return EventStatus.DONE
-    return EventStatus.STALE if HandlerState.STALE in found else EventStatus.IGNORED
 
 
 def _keep(
@@ -224,48 +155,11 @@ def _write_meta(job: Job) -> None:
     job.connection.hset(job.key, "meta", job.serializer.dumps(job.meta))
 
 
-def _error_line(error: BaseException | None) -> str:
-    if error is None:
-        return ""
-    message = str(error)
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def event_of(call: EventCall, meta: JobMeta | None) -> Event:
-    """The `Event` a handler receives, from the job's call and meta: the worker's job and
-    the pytest plugin's `webhook_event` build it here alike."""
-    return Event(
-        source=call.source,
-        id=call.event_id,
-        type=call.type,
-        payload=parse_payload(call.raw, meta.payload_format if meta else PayloadFormat.JSON),
-        raw=call.raw,
-        headers=dict(call.headers),
-        received_at=datetime.fromtimestamp(call.received_at, UTC),
-        attempt=meta.attempts if meta else 1,
-    )
-
-
 def _ran(job: Job | None, meta: JobMeta | None, status: EventStatus) -> str:
     if job is not None and meta is not None:
         meta.state = status
         job.meta = meta.to_meta()
     return str(status)
-
-
-def parse_payload(raw: bytes, payload_format: PayloadFormat) -> Any:
-    """The verified bytes as the handler sees them: the receiver enqueued only bodies that
-    parsed as a JSON object, or as a form (its fields; a repeated field gives a list)."""
-    if payload_format is not PayloadFormat.FORM:
-        return json.loads(raw)
-    fields: dict[str, Any] = {}
-    for name, value in parse_qsl(raw.decode("utf-8", "replace"), keep_blank_values=True):
-        if name in fields:
-            previous = fields[name]
-            fields[name] = [*previous, value] if isinstance(previous, list) else [previous, value]
-        else:
-            fields[name] = value
-    return fields
 
 
 def _context(job: Job, meta: JobMeta) -> JobContext | None:

@@ -19,7 +19,7 @@ from app.keys import Keys, job_id_for
 from app.settings import Settings
 from workers.event import Event
 from workers.registry import HandlerRun, registry, run_handlers
-from workers.runtime.deliver import attempt_failure
+from workers.runtime.attempt import attempt_failure
 from workers.testing.outcome import Outcome, outcome_of
 from workers.versions import JobContext, current
 

@@ -29,7 +29,7 @@ from app.providers import Delivery, Inbound, verifier_for
 from app.settings import Settings, SourceConfig
 from workers.dev.devkeys import signing_pem
 from workers.event import Event
-from workers.runtime.deliver import event_of
+from workers.runtime.job_event import event_of
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest
 from workers.signing.defaults import DEFAULT_TYPE
 from workers.testing.settings import FixtureSettings

@@ -2,7 +2,7 @@
 attempt ended, and each matching handler's turn, named by its function name.
 
 It is made of what `registry.run_handlers` reports while it runs the handlers, and of what
-the worker's job would raise (`deliver.attempt_failure`), the worker's own code, so it says
+the worker's job would raise (`attempt.attempt_failure`), the worker's own code, so it says
 what the worker did, not what a copy of it would do.
 """
 
@@ -15,7 +15,7 @@ from enum import StrEnum
 from app.turns import HandlerState
 from workers.event import Event
 from workers.registry import HandlerFunc, HandlerRun, Registered
-from workers.runtime.deliver import failure_ends_event
+from workers.runtime.attempt import failure_ends_event
 
 __all__ = ["HandlerResult", "HandlerState", "Outcome", "Status", "outcome_of"]
 
