@@ -70,8 +70,9 @@ def test_after_a_redis_sigkill_every_acknowledged_event_runs_within_15_s_of_redi
     record_property("acked_before_kill_all_handled_after_redis_back_s", round(last, 1))
     print(f"\nrestart: {len(pending)} acknowledged events pending at the kill, all handled")
     print(f"{last:.1f} s after Redis was back")
-    assert last < BACK_WITHIN
-    assert "redis reachable again" in worker.output() and "Traceback" not in worker.output()
+    assert last < BACK_WITHIN, f"the last was handled {last:.1f} s after Redis was back"
+    output = worker.output()
+    assert "redis reachable again" in output and "Traceback" not in output, output[-4000:]
 
 
 def test_a_job_left_between_queue_and_worker_runs_within_seconds_not_a_maintenance_interval(
