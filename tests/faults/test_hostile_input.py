@@ -21,12 +21,14 @@ from redis import Redis
 from app.keys import job_id_for
 from tests.conftest import AUTH
 from tests.processes import Process, Stack, send, wait_http, wait_until
-from tests.signers import CASES
+from tests.providers.cases import BY_NAME
 from workers.dev.redis_server import RedisServer
 
+# The sources whose headers are fuzzed below (HEADER_NAMES).
+NAMES = ("inbound", "stripe", "github", "shopify", "slack", "paddle", "standard")
 ALL_SOURCES = {
-    "webhook_sources": ",".join(f"{c.name}:{c.provider}" for c in CASES[:-1]),
-    "per_source": {f"WEBHOOK_SECRET_{c.name.upper()}": c.make_secret("k") for c in CASES[:-1]},
+    "webhook_sources": ",".join(f"{BY_NAME[n].name}:{BY_NAME[n].provider}" for n in NAMES),
+    "per_source": {f"WEBHOOK_SECRET_{n.upper()}": BY_NAME[n].make_key("k").secret for n in NAMES},
 }
 HEADER_NAMES = [
     "Content-Type",

@@ -1,1 +1,1 @@
-"""Tests of the providers added with the recipe (issue 11)."""
+"""Every provider's verifier, held to one table of cases (`cases.py`)."""

@@ -1,7 +1,9 @@
-"""One `Case` per added provider: how to make its key, sign a request, and break one.
+"""One `Case` per provider: how to make its key, sign a request, and break one. Every
+per-behaviour test of `tests/providers/` iterates this one table.
 
-The source of each case is named after its provider and served at /webhooks/<provider>.
-`oracle` says what the signed requests were checked against.
+The source of each case is named after its provider and served at /webhooks/<provider>,
+but for `inbound` (an `hmac` source) and `svix` (a Standard Webhooks source sent Svix's
+headers), named apart. `oracle` says what the signed requests were checked against.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from app.sources import COMMA_SECRETS
 from tests.providers import fake_keys
 from tests.providers import signing as s
+from tests.providers import signing_first as f
 from tests.providers.signing import Key, Request
 
 FETCH_ALLOW_LOCAL = "http://127.0.0.1:*"
@@ -66,17 +69,24 @@ class Case:
     event_type: str
     oracle: str
     timestamped: bool = False  # a signed timestamp is checked (stale -> 400)
+    future_refused: bool = True  # ...and one far ahead too (Stripe's SDK allows it)
+    own_window: bool = False  # its documented window beats the default REPLAY_TOLERANCE
     tamper: Callable[[Request], Request] = flip_last_letter
     ack: bytes | None = None  # the answer instead of our JSON
     variables: Callable[[Key], dict[str, str]] = lambda key: {}
     settings: dict[str, Any] = field(default_factory=dict)
     malformed: tuple[dict[str, str], ...] = ()
+    source: str = ""  # the source's name, when not the provider's
+
+    @property
+    def name(self) -> str:
+        return self.source or self.provider
 
     def signed(self, key: Key, event_id: str = "evt_1", ts: int | None = None) -> Request:
         return self.sign(key, event_id, int(time.time()) if ts is None else ts)
 
     def config(self, *keys: Key, **extra: Any) -> dict[str, Any]:
-        name = self.provider.upper()
+        name = self.name.upper()
         per_source = {f"WEBHOOK_{k}_{name}": v for k, v in self._variables(keys).items()}
         if keys[0].secret:
             secrets = [k.secret for k in keys]
@@ -85,7 +95,7 @@ class Case:
             )
         per_source.update(extra.pop("per_source", {}))
         return {
-            "webhook_sources": self.provider,
+            "webhook_sources": f"{self.source}:{self.provider}" if self.source else self.provider,
             "per_source": per_source,
             **self.settings,
             **extra,
@@ -100,7 +110,127 @@ class Case:
 
 
 HEX64 = "a" * 64
+# The first providers the receiver supported. Bodies and malformed headers are as their
+# tests had them before the table was one.
+FIRST = [
+    Case(
+        "hmac",
+        s.plain_key,
+        f.sign_hmac,
+        "order.created",
+        "HMAC-SHA256 of the body, as documented (our own scheme)",
+        timestamped=True,
+        source="inbound",
+    ),
+    Case(
+        "stripe",
+        f.prefixed_key("whsec_"),
+        f.sign_stripe,
+        "payment_intent.succeeded",
+        "stripe WebhookSignature signs",
+        timestamped=True,
+        future_refused=False,
+        malformed=tuple(
+            {"Stripe-Signature": v}
+            for v in (
+                "",
+                "garbage",
+                "t=abc,v1=" + HEX64,
+                "v1=" + HEX64,
+                "t=1,v1=zz",
+                "t=1",
+                "t=1,,v1=ab",
+                "t=1,t=2,v1=" + HEX64,
+                "t=,v1=",
+                "t=1e9,v1=" + HEX64,
+            )
+        ),
+    ),
+    Case(
+        "github",
+        s.plain_key,
+        f.sign_github,
+        "pull_request",
+        "GitHub docs (+ its published example, test_vectors.py)",
+        malformed=tuple(
+            {"X-Hub-Signature-256": v, "X-GitHub-Delivery": "d"}
+            for v in ("", "sha256", "sha1=" + "a" * 40, "sha256=xyz", "sha256=" + "a" * 63, HEX64)
+        ),
+    ),
+    Case(
+        "shopify",
+        f.prefixed_key("shpss_"),
+        f.sign_shopify,
+        "orders/create",
+        "Shopify docs",
+        malformed=tuple(
+            {"X-Shopify-Hmac-Sha256": v, "X-Shopify-Event-Id": "e"}
+            for v in ("", "!!!!", "abc", "a" * 44, "=" * 44, "YWJj")
+        ),
+    ),
+    Case(
+        "slack",
+        s.plain_key,
+        f.sign_slack,
+        "app_mention",
+        "slack_sdk SignatureVerifier signs",
+        timestamped=True,
+        malformed=(
+            {"X-Slack-Signature": "v0=" + HEX64, "X-Slack-Request-Timestamp": "soon"},
+            {"X-Slack-Signature": "v0=" + HEX64, "X-Slack-Request-Timestamp": "-5"},
+            {"X-Slack-Signature": "v1=" + HEX64, "X-Slack-Request-Timestamp": "1"},
+            {"X-Slack-Signature": "v0=nothex", "X-Slack-Request-Timestamp": "1"},
+            {"X-Slack-Signature": "v0=" + HEX64},
+        ),
+    ),
+    Case(
+        "paddle",
+        f.prefixed_key("pdl_ntfset_"),
+        f.sign_paddle,
+        "subscription.updated",
+        "paddle-python-sdk PaddleSignature signs",
+        timestamped=True,
+        malformed=tuple(
+            {"Paddle-Signature": v}
+            for v in (
+                "",
+                "ts=1",
+                "ts=x;h1=" + HEX64,
+                "h1=" + HEX64,
+                "ts=1;h1=zz",
+                "ts=1,h1=ab",
+                "ts=1;h2=" + HEX64,
+            )
+        ),
+    ),
+    Case(
+        "standard",
+        s.whsec_key,
+        f.sign_standard,
+        "invoice.paid",
+        "standardwebhooks signs",
+        timestamped=True,
+        malformed=(
+            {"webhook-id": "m", "webhook-timestamp": "1", "webhook-signature": "v1,!!!"},
+            {"webhook-id": "m", "webhook-timestamp": "x", "webhook-signature": "v1,YWJj"},
+            {"webhook-id": "m", "webhook-timestamp": "1", "webhook-signature": "v2,YWJj"},
+            {"webhook-id": "m", "webhook-timestamp": "1", "webhook-signature": "nocomma"},
+            {"webhook-id": "m", "webhook-signature": "v1,YWJj"},
+            {"svix-id": "m", "svix-timestamp": "1", "svix-signature": ""},
+        ),
+    ),
+    Case(
+        "standard",
+        s.whsec_key,
+        f.sign_svix_as_standard,
+        "invoice.paid",
+        "svix signs",
+        timestamped=True,
+        source="svix",
+    ),
+]
 CASES = [
+    *FIRST,
     Case(
         "twilio",
         s.plain_key,
@@ -169,6 +299,7 @@ CASES = [
         "channel.follow",
         "Twitch docs (vector checked by twitchAPI)",
         timestamped=True,
+        own_window=True,
         malformed=(
             {
                 "Twitch-Eventsub-Message-Signature": "sha256=" + HEX64,
@@ -188,6 +319,7 @@ CASES = [
         "invitee.created",
         "Calendly docs",
         timestamped=True,
+        own_window=True,
         malformed=(
             {"Calendly-Webhook-Signature": "t=1"},
             {"Calendly-Webhook-Signature": "v1=" + HEX64},
@@ -385,6 +517,7 @@ CASES = [
         "Notification",
         "AWS docs, self-signed certificate on a local fake",
         timestamped=True,
+        own_window=True,
         tamper=replace_once(b'order\\": 1', b'order\\": 2'),
         variables=lambda key: {"TOPICS": fake_keys.TOPIC},
         settings={"webhook_fetch_allow": FETCH_ALLOW_LOCAL},
@@ -396,6 +529,7 @@ CASES = [
         "TRANSACTIONS.SYNC_UPDATES_AVAILABLE",
         "PyJWT signs ES256, keys from a local fake",
         timestamped=True,
+        own_window=True,
         variables=lambda key: {"CLIENT_ID": fake_keys.PLAID_CLIENT_ID, "API_BASE": fake_keys.url()},
         settings={"webhook_fetch_allow": FETCH_ALLOW_LOCAL},
         malformed=(
@@ -405,5 +539,5 @@ CASES = [
         ),
     ),
 ]
-BY_NAME = {case.provider: case for case in CASES}
+BY_NAME = {case.name: case for case in CASES}
 TIMESTAMPED = [c for c in CASES if c.timestamped]

@@ -1,4 +1,4 @@
-"""Requests signed as each added provider signs them.
+"""Requests signed as each provider signs them (the first seven: `signing_first`).
 
 Where PyPI has the provider's SDK, the SDK signs the request, or (when it can only
 verify) the request is built by hand and the SDK must accept it before the test uses it:

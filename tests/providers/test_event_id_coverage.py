@@ -25,7 +25,6 @@ from rq import Queue
 from app.keyfetch import KeyFetcher
 from app.providers import verifier_for
 from app.settings import Settings
-from tests import signers
 from tests.providers import cases
 from tests.providers import signing as s
 from tests.providers.json_types import json_at, json_paths, replaced
@@ -46,11 +45,7 @@ class Sample:
 def provider_samples() -> Iterator[Sample]:
     for case in cases.CASES:
         key = case.make_key("k1")
-        yield Sample(case.provider, case.config(key), case.signed(key, "evt-cov"))
-    for first in signers.CASES:
-        secret = first.make_secret("k1")
-        signed = first.signed(secret, "evt-cov")
-        yield Sample(first.name, first.settings(secret), s.Request(signed.body, signed.headers, ""))
+        yield Sample(case.name, case.config(key), case.signed(key, "evt-cov"))
 
 
 def recipe_sample(label: str, recipe: dict[str, Any], body: bytes, signed: bytes) -> Sample:

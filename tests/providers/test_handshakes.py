@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from redis import Redis
+from slack_sdk.signature import SignatureVerifier
 
 from app.settings import ConfigError
 from tests.providers import fake_keys
@@ -204,3 +205,26 @@ def test_sns_subscription_confirmation_fetches_the_subscribe_url_once_verified(
     )
     assert not any(t.lower() == "tok-forged" for t in fake_keys.STATE.confirmed)
     assert nothing_enqueued(redis)
+
+
+def test_slack_url_verification_is_answered_with_the_challenge_and_enqueues_nothing(
+    client_for: Callable[..., TestClient], redis: Redis
+) -> None:
+    key = s.plain_key("k")
+    client = client_for("slack", key)
+    challenge = "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+    body = json.dumps({"token": "t", "challenge": challenge, "type": "url_verification"})
+    ts = str(int(time.time()))
+    headers = {
+        "X-Slack-Request-Timestamp": ts,
+        "X-Slack-Signature": SignatureVerifier(key.secret).generate_signature(
+            timestamp=ts, body=body
+        ),
+    }
+    response = client.post("/webhooks/slack", content=body, headers=headers)
+    assert (response.status_code, response.json()) == (200, {"challenge": challenge})
+    assert nothing_enqueued(redis)
+    unsigned = client.post(
+        "/webhooks/slack", content=body, headers={**headers, "X-Slack-Signature": "v0=" + "0" * 64}
+    )
+    assert unsigned.status_code == 401

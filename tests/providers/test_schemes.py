@@ -317,6 +317,7 @@ def test_form_payloads_reach_handlers_as_fields_with_the_exact_bytes(
         ("clerk", "whsec_***", "WEBHOOK_SECRET_CLERK"),
         ("braintree", "sk_x9", "WEBHOOK_PUBLIC_KEY_BRAINTREE"),
         ("twilio", "", "WEBHOOK_SECRET_TWILIO"),
+        ("standard", "whsec_not*base64!", "WEBHOOK_SECRET_STANDARD"),
     ],
 )
 def test_a_key_in_the_wrong_form_stops_startup_naming_the_variable(

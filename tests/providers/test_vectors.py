@@ -52,6 +52,19 @@ SENTRY_BODY = json.dumps(
 ).encode()
 VECTORS = [
     Vector(
+        "github",
+        "GitHub 'validating webhook deliveries' docs; not JSON, so refused as a body",
+        "It's a Secret to Everybody",
+        b"Hello, World!",
+        {
+            "x-hub-signature-256": (
+                "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+            ),
+            "x-github-delivery": "d1",
+        },
+        body_accepted=False,
+    ),
+    Vector(
         "twilio",
         "Twilio security docs / twilio-python tests",
         "12345",
