@@ -13,8 +13,8 @@ from redis import Redis
 
 from tests.conftest import SECRET
 from tests.fake_apis import FakeApi
-from workers.ops.provider_apis import Api
 from workers.dev.redis_server import RedisServer
+from workers.ops.provider_apis import Api
 
 NOW = int(time.time())
 
