@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -13,13 +14,22 @@ from redis import Redis
 from tests.conftest import SECRET
 from tests.fake_apis import FakeApi
 from workers.dev.redis_server import RedisServer
+from workers.ops.provider_apis import Api
 
 NOW = int(time.time())
 
 
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
-    monkeypatch.setattr("workers.ops.replay.time.sleep", lambda seconds: None)
+def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits the replay's API client asked for, recorded instead of slept: its `sleep`
+    seam, so that the rest of the process (Redis, the fake API's threads) sleeps as usual."""
+    waited: list[float] = []
+    monkeypatch.setattr("workers.ops.replay.Api", partial(Api, sleep=waited.append))
+    return waited
+
+
+@pytest.fixture
+def api(waits: list[float]) -> Iterator[FakeApi]:
     fake = FakeApi().start()
     yield fake
     fake.stop()

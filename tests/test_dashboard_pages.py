@@ -6,28 +6,75 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from html import unescape
+from pathlib import Path
 
 import pytest
+import rq_dashboard
+from flask import Flask
 from flask.testing import FlaskClient
+from redis import Redis
+from rq import Queue
 
 from app.keys import job_id_for
 from app.settings import Settings
 from tests.conftest import AUTH, Harness
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
+from workers.ops.dashboard_guard import TransformingLoader
 from workers.ops.dashboard_pages import TEMPLATE_EDITS, readable_metadata
 from workers.registry import handler_name
 
 ISO_UTC = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00"
 
 
-def test_every_template_edit_applies_to_the_installed_rq_dashboard(
+# What each of TEMPLATE_EDITS (in its order) adds to the page that shows it: text the
+# template rq-dashboard ships does not hold.
+FAILED_LIST = "/0/view/jobs/webhooks/failed/8/asc/1"
+EDIT_MARKS = (
+    ("rq_dashboard/job.html", "/0/view/job/{job}", '<pre class="metadata"><%- d.metadata %></pre>'),
+    ("rq_dashboard/jobs.html", FAILED_LIST, '<h1 id="dead-letters">Dead letters</h1>'),
+    ("rq_dashboard/jobs.html", FAILED_LIST, '<span id="dead-letters-intro">The events of queue'),
+    ("rq_dashboard/navbar.html", "/", '<a href="/events" class="nav-link">Events</a>'),
+)
+
+
+def shipped_and_escaped(app: Flask, template: str) -> tuple[str, str, str]:
+    """The template as rq-dashboard ships it (its file, as Flask's loader finds it through
+    the rq_dashboard blueprint), and as the escaping loader hands it on to the edits."""
+    edited = app.jinja_env.loader
+    assert isinstance(edited, TransformingLoader)
+    escaping = edited.inner
+    assert isinstance(escaping, TransformingLoader)
+    source, filename, _ = escaping.inner.get_source(app.jinja_env, template)
+    escaped, _, _ = escaping.get_source(app.jinja_env, template)
+    return source, filename or "", escaped
+
+
+def test_every_template_edit_has_its_mark_on_a_page() -> None:
+    assert [t for t, _, _ in EDIT_MARKS] == [t for t, _, _ in TEMPLATE_EDITS]
+
+
+@pytest.mark.parametrize(
+    ("edit", "mark"), list(zip(TEMPLATE_EDITS, EDIT_MARKS)), ids=[m[2] for m in EDIT_MARKS]
+)
+def test_each_template_edit_anchors_once_in_rq_dashboards_template_and_shows_on_its_page(
     make_settings: Callable[..., Settings],
+    redis: Redis,
+    edit: tuple[str, str, str],
+    mark: tuple[str, str, str],
 ) -> None:
-    # A moved anchor raises TemplateEditMissing when the template loads.
-    environment = create_dashboard(make_settings()).jinja_env
-    for template, _, _ in TEMPLATE_EDITS:
-        assert environment.get_template(template) is not None
+    template, pattern, _ = edit
+    app = create_dashboard(make_settings())
+    source, filename, escaped = shipped_and_escaped(app, template)
+    assert Path(filename) == Path(rq_dashboard.__file__).parent / "templates" / template
+    # The edits see the escaped text: job.html ships `<%= d.metadata %>`, its anchor
+    # reads `<%- d.metadata %>`.
+    assert len(re.findall(pattern, escaped)) == 1
+    _, page, shown = mark
+    assert shown not in source
+    job = Queue("other", connection=redis).enqueue_call("tests.e2e_handlers.count")
+    response = app.test_client().get(page.format(job=job.id), auth=AUTH)
+    assert response.status_code == 200 and shown in response.get_data(as_text=True)
 
 
 def test_a_dead_letters_metadata_reads_as_lines_with_iso_times(

@@ -16,7 +16,6 @@ import subprocess
 import tempfile
 import termios
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +142,8 @@ class Terminal:
     process: subprocess.Popen[bytes]
     primary: int
     chunks: list[bytes] = field(default_factory=list)
+    # Ends when the terminal has nothing more to read: every process that held it is gone.
+    reader: threading.Thread | None = None
 
     @property
     def output(self) -> str:
@@ -198,7 +199,8 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
         )
         os.close(secondary)
         terminal = Terminal(process, primary)
-        threading.Thread(target=terminal.read_all, daemon=True).start()
+        terminal.reader = threading.Thread(target=terminal.read_all, daemon=True)
+        terminal.reader.start()
         terminals.append(terminal)
         return terminal
 
@@ -269,7 +271,10 @@ def test_make_run_serves_the_newcomer_path_and_ctrl_c_leaves_nothing_running(
     before = len(terminal.output)
     terminal.press_ctrl_c()
     assert terminal.process.wait(60) == 0, terminal.output
-    time.sleep(0.2)  # let the reader drain what was written last
+    # Read to its end (the terminal's last writer gone): nothing more can be printed.
+    assert terminal.reader is not None
+    terminal.reader.join(30)
+    assert not terminal.reader.is_alive()
     stopping = terminal.output[before:]
     assert "Traceback" not in stopping and "Error" not in stopping, stopping
     assert [pid for pid in running if _running(pid)] == []

@@ -16,10 +16,10 @@ from app.keys import job_id_for
 from app.settings import Settings
 from tests.conftest import Harness, webhooks
 from tests.fake_apis import FakeApi
-from tests.replay_apis import NOW, api, env, stripe_event
+from tests.replay_apis import NOW, api, env, stripe_event, waits
 from workers import Event, handler
 
-__all__ = ["api", "env"]  # fixtures
+__all__ = ["api", "env", "waits"]  # fixtures
 
 
 def test_stripe_replay_pages_the_window_and_enqueues_only_missing_events(
@@ -42,12 +42,16 @@ def test_stripe_replay_honours_until_and_iso_times(env: None, api: FakeApi) -> N
     assert json.loads(result.stdout)["fetched"] == 3  # evt_2, evt_3, evt_4... within window
 
 
-def test_stripe_replay_waits_out_429s_and_dropped_connections(env: None, api: FakeApi) -> None:
+def test_stripe_replay_waits_out_429s_and_dropped_connections(
+    env: None, api: FakeApi, waits: list[float]
+) -> None:
     api.events = [stripe_event(n, NOW) for n in range(3)]
     api.throttle, api.drop = 2, 1
     result = webhooks("replay", "stripe", "--since", str(NOW - 10), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["new"] == 3
+    # The dropped connection backs off 1 s; each 429 waits its Retry-After (0).
+    assert waits == [1.0, 0.0, 0.0]
 
 
 def test_a_rejected_api_key_is_a_clear_error_without_the_key(
@@ -61,11 +65,12 @@ def test_a_rejected_api_key_is_a_clear_error_without_the_key(
 
 
 def test_an_unreachable_api_is_an_error_after_bounded_retries(
-    env: None, monkeypatch: pytest.MonkeyPatch
+    env: None, monkeypatch: pytest.MonkeyPatch, waits: list[float]
 ) -> None:
     monkeypatch.setenv("STRIPE_API_BASE", "http://127.0.0.1:1")
     result = webhooks("replay", "stripe", "--since", str(NOW))
     assert result.exit_code == 1 and "cannot reach" in result.output
+    assert waits == [1.0, 2.0, 4.0, 8.0]  # backing off between its 5 attempts
 
 
 @pytest.mark.parametrize(
@@ -236,7 +241,7 @@ def test_the_replay_endpoint_takes_the_event_id_from_a_header_for_header_id_prov
 
 
 def test_github_replay_waits_out_429s_and_dropped_connections(
-    env: None, api: FakeApi, redis: Redis
+    env: None, api: FakeApi, redis: Redis, waits: list[float]
 ) -> None:
     api.deliveries = [delivery(2, "guid-x", 500, 1), delivery(1, "guid-y", 200, 2)]
     api.throttle, api.drop = 2, 1
@@ -245,6 +250,7 @@ def test_github_replay_waits_out_429s_and_dropped_connections(
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["redelivered"] == 1 and api.redelivered == [2]
+    assert waits == [1.0, 0.0, 0.0]
 
 
 def test_a_terminal_gets_a_progress_bar_with_the_counts() -> None:

@@ -11,9 +11,9 @@ from rq import Queue
 
 from tests.conftest import webhooks
 from tests.fake_apis import FakeApi
-from tests.replay_apis import NOW, api, env, stripe_event
+from tests.replay_apis import NOW, api, env, stripe_event, waits
 
-__all__ = ["api", "env"]  # fixtures
+__all__ = ["api", "env", "waits"]  # fixtures
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ from click.testing import Result
 
 from tests.conftest import SECRET, webhooks
 from tests.fake_apis import FakeApi
-from tests.replay_apis import NOW, api, env
+from tests.replay_apis import NOW, api, env, waits
 from workers.dev.redis_server import RedisServer
 
-__all__ = ["api", "env"]  # fixtures
+__all__ = ["api", "env", "waits"]  # fixtures
 
 MARKER = "[redacted]"
 GITHUB = ("--repo", "o/r", "--hook-id", "42")

@@ -7,7 +7,6 @@ import base64
 import os
 import shutil
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -121,13 +120,62 @@ def log_in(driver: object) -> None:
     )
 
 
+# Resolves once every image of the page has loaded or failed, and then a probe image added
+# after them has too: an injected `<img onerror>` has had its turn by then (its handler runs
+# before the listeners added here), and so has any handler queued before the probe's.
+_IMAGES_SETTLED = """
+const done = arguments[arguments.length - 1];
+const settled = image => new Promise(resolve => {
+  image.addEventListener("load", resolve);
+  image.addEventListener("error", resolve);
+});
+const pending = [...document.images].filter(image => !image.complete).map(settled);
+Promise.all(pending).then(() => {
+  const probe = new Image();
+  settled(probe).then(() => setTimeout(done, 0));
+  probe.src = "/nothing-ran-probe";
+});
+"""
+
+
 def assert_nothing_ran(driver: object, page: str) -> None:
-    time.sleep(0.3)  # let any injected handler fire
+    driver.execute_async_script(_IMAGES_SETTLED)  # type: ignore[attr-defined]
     assert driver.execute_script("return window.__xss") is None, page  # type: ignore[attr-defined]
     injected = driver.execute_script(  # type: ignore[attr-defined]
         f"return document.querySelectorAll({INJECTED!r}).length"
     )
     assert injected == 0, page
+
+
+# An attacker's page sends its requests through these; `fired()` titles it "fired" once the
+# dashboard has answered every one (an image loaded or failed, a fetch resolved, a form's
+# frame loaded, whatever the answer). A test that waits for that title then reads the
+# dashboard's state knows each request was handled, refused or not, however late it came.
+ANSWERED_JS = """
+const answers = [];
+function viaImage(url) {
+  answers.push(new Promise(done => {
+    const image = new Image();
+    image.onload = image.onerror = done;
+    image.src = url;
+  }));
+}
+function viaFetch(url, body) {
+  const post = {method: "POST", mode: "no-cors", credentials: "include", body: body};
+  answers.push(fetch(url, post));
+}
+function viaForm(form) {
+  const frame = document.createElement("iframe");
+  frame.name = "answer-" + answers.length;
+  document.body.append(frame);  // its first, empty document loads here, at once
+  answers.push(new Promise(done => frame.onload = done));
+  form.target = frame.name;
+  form.submit();
+}
+function fired() {
+  Promise.all(answers).then(() => document.title = "fired");
+}
+"""
 
 
 @dataclass

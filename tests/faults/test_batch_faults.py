@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from collections.abc import Callable
 
 import pytest
 from redis import Redis
+from rq import Queue
 from rq.job import Job
 
 from app.keys import job_id_for
@@ -108,8 +108,15 @@ def test_a_batch_longer_than_the_heartbeat_expiry_runs_and_settles_each_event_on
     second = stack.start("worker")
 
     wait_until(lambda: all(effects(redis, e) >= 1 for e in ids), 60, "every effect")
-    time.sleep(3)  # a second run or settle would show by now
-    first.stop(), second.stop()
+    wait_until(lambda: {e for e, _ in settled_lines(first, second)} == set(ids), 30, "settles")
+    # Stopped, the workers settle what they hold and run nothing more: what follows is final,
+    # and a second run that had not come yet would still be waiting in one of the queue's
+    # lists, or have counted its attempt.
+    assert first.stop() == 0 and second.stop() == 0
+    queue = Queue("webhooks", connection=redis)
+    registries = (queue.started_job_registry, queue.scheduled_job_registry)
+    assert [queue.count, *(r.get_job_count(cleanup=False) for r in registries)] == [0, 0, 0]
+    assert [attempts(redis, e) for e in ids] == [1] * len(ids)
     assert [effects(redis, e) for e in ids] == [1] * len(ids)
     assert [int(redis.get(f"starts:{e}") or 0) for e in ids] == [1] * len(ids)
     assert settled_lines(first, second) == [(e, "done") for e in ids]

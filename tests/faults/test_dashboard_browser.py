@@ -4,7 +4,6 @@ is markup that sets `window.__xss` if any page inserts it as HTML."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from urllib.parse import quote
 
@@ -16,6 +15,7 @@ from rq.job import Job
 from app.keys import job_id_for
 from tests.e2e_handlers import HOSTILE_TYPE
 from tests.faults.browser import (
+    ANSWERED_JS,
     OtherOrigin,
     assert_nothing_ran,
     dead_letter,
@@ -64,22 +64,20 @@ def plant_hostile_rq_data(redis: Redis) -> dict[str, str]:
 
 
 def attacker_page(dashboard: str, job: str) -> str:
-    """Another origin's page that fires every state-changing request it can at the dashboard."""
+    """Another origin's page that fires every state-changing request it can at the dashboard,
+    and is titled "fired" once the dashboard has answered them all."""
     d = dashboard
     return f"""<!doctype html><html><body>
-        <img src="{d}/requeue/webhooks">
-        <img src="{d}/job/{job}/requeue">
-        <iframe name="sink"></iframe>
-        <form id="empty" method="post" action="{d}/queue/webhooks/failed/empty" target="sink">
-        </form>
-        <form id="delete" method="post" action="{d}/job/{job}/delete" target="sink"></form>
-        <script>
-          document.getElementById("empty").submit();
-          const post = {{method: "POST", mode: "no-cors", credentials: "include"}};
-          fetch("{d}/job/{job}/delete", post);
-          fetch("{d}/requeue/webhooks", post);
-          setTimeout(() => document.getElementById("delete").submit(), 300);
-          setTimeout(() => document.title = "fired", 1500);
+        <form id="empty" method="post" action="{d}/queue/webhooks/failed/empty"></form>
+        <form id="delete" method="post" action="{d}/job/{job}/delete"></form>
+        <script>{ANSWERED_JS}
+          viaImage("{d}/requeue/webhooks");
+          viaImage("{d}/job/{job}/requeue");
+          viaForm(document.getElementById("empty"));
+          viaForm(document.getElementById("delete"));
+          viaFetch("{d}/job/{job}/delete");
+          viaFetch("{d}/requeue/webhooks");
+          fired();
         </script></body></html>"""
 
 
@@ -151,8 +149,7 @@ def test_every_dashboard_page_shows_hostile_data_as_text_and_ignores_other_origi
     # An attacker's page on another origin fires every action it can: nothing happens.
     attacker.html = attacker_page(dashboard.url, dead)
     driver.get(attacker.url)
-    wait_until(lambda: driver.title == "fired", 20, "the attacker's page to fire")
-    time.sleep(1)
+    wait_until(lambda: driver.title == "fired", 20, "the dashboard's answers to the attacker")
     assert redis.zscore("rq:failed:webhooks", dead) is not None
     assert redis.exists(f"rq:job:{dead}") == 1
     assert "dashboard action refused" in dashboard.output()

@@ -9,7 +9,6 @@ the worker logs and retries, the dashboard answers 503, the command exits 1.
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from redis import Redis
 
 from tests.conftest import AUTH, SECRET, webhooks
-from tests.ha.harness import wait_for
+from tests.ha.harness import LinkProxy, wait_for
 from tests.processes import Process, Stack, send
 from workers.dev.redis_server import RedisServer, free_port
 
@@ -99,11 +98,19 @@ def client_kwargs(pki: Pki, user: str) -> dict[str, object]:
     }
 
 
-def url(server: RedisServer, pki: Pki, user: str, password: str = "", ca: bool = True) -> str:
+def url(
+    server: RedisServer,
+    pki: Pki,
+    user: str,
+    password: str = "",
+    ca: bool = True,
+    port: int | None = None,
+) -> str:
     query = f"ssl_certfile={pki.client_cert}&ssl_keyfile={pki.client_key}"
     if ca:
         query += f"&ssl_ca_certs={pki.ca}"
-    return f"rediss://{user}:{password or user + '-password'}@127.0.0.1:{server.port}/0?{query}"
+    where = f"127.0.0.1:{port or server.port}"
+    return f"rediss://{user}:{password or user + '-password'}@{where}/0?{query}"
 
 
 def answered(url: str, process: Process) -> None:
@@ -159,14 +166,16 @@ def test_a_refused_handshake_or_password_is_one_line_from_every_process_and_neve
     server, pki = tls_redis
     wrong = "not-the-password-4711"
 
-    def bad_url(user: str) -> str:
+    def bad_url(user: str, port: int | None = None) -> str:
         if broken == "no CA":
-            return url(server, pki, user, ca=False)
-        return url(server, pki, user, password=wrong)
+            return url(server, pki, user, ca=False, port=port)
+        return url(server, pki, user, password=wrong, port=port)
 
+    # The worker reaches Redis through a proxy that counts its connections: its retries.
+    proxy = LinkProxy(server.port)
     stack = make_stack(bad_url("receiver"))
     web = stack.start("web")
-    worker = stack.start("worker", REDIS_URL=bad_url("worker"))
+    worker = stack.start("worker", REDIS_URL=bad_url("worker", proxy.port))
     dashboard = stack.start("dashboard", REDIS_URL=bad_url("dashboard"))
 
     delivery = send(web.url, "evt_refused")
@@ -185,10 +194,13 @@ def test_a_refused_handshake_or_password_is_one_line_from_every_process_and_neve
     said, error = result.output.strip().splitlines()
     assert said.startswith("redis: ") and error.startswith("Error: ") and line in error
 
-    time.sleep(2)  # the worker keeps retrying: still one line for one problem
+    # The worker keeps retrying (a connection each time): still one line for one problem.
+    tried = len(proxy.sockets)
+    wait_for(lambda: len(proxy.sockets) >= tried + 2 * 3, 30, "three more tries")
     assert worker.popen.poll() is None and worker.output().count(line) == 1
     outputs = [web.output(), worker.output(), dashboard.output(), result.output, page.text]
     for output in outputs:
         assert "Traceback" not in output
         for secret in (wrong, "receiver-password", "worker-password", "dashboard-password"):
             assert secret not in output
+    proxy.close()
