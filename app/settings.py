@@ -23,10 +23,10 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from app.providers import PROVIDERS
 from app.redis_target import RedisTarget, parse_target
 from app.settings_checks import check_loaded, one_line
 from app.sources import (
-    PROVIDERS,
     ConfigError,
     Defaults,
     PerSourceVariables,
@@ -273,4 +273,4 @@ class Settings(BaseSettings):
             self.webhook_signing_secret,
             self.webhook_expected_silence,
         )
-        return resolve_sources(self.webhook_sources, self.per_source, defaults)
+        return resolve_sources(self.webhook_sources, self.per_source, defaults, PROVIDERS)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from app.keyfetch import KeyFetcher
-from app.providers import verifier_for
+from app.providers import PROVIDERS, verifier_for
 from app.providers.secret_strength import check_secret_strength
 from app.sources import (
     ConfigError,
@@ -130,7 +130,7 @@ def _resolve_each(settings: Settings) -> tuple[list[SourceConfig], list[str]]:
     found: list[str] = []
     for entry in settings.webhook_sources:
         try:
-            [source] = resolve_sources([entry], settings.per_source, defaults).values()
+            [source] = resolve_sources([entry], settings.per_source, defaults, PROVIDERS).values()
         except ConfigError as exc:
             found.append(str(exc))
             continue

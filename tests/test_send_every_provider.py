@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from dotenv import dotenv_values
 
-from app.sources import PROVIDERS
+from app.providers import PROVIDERS
 from tests.conftest import ROOT
 from tests.processes import wait_until
 from tests.test_devstack import DEVSTACK, Terminal, _checkout, unconfigured_env

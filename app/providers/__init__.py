@@ -67,12 +67,16 @@ VERIFIERS: dict[str, type[Verifier]] = {
 }
 
 
+# The provider names WEBHOOK_SOURCES accepts: those of the verifiers, and only those.
+PROVIDERS = tuple(sorted(VERIFIERS))
+
+
 def verifier_for(source: SourceConfig, fetcher: KeyFetcher) -> Verifier:
-    # Settings only accept names of PROVIDERS, which a test keeps equal to VERIFIERS.
+    # `resolve_sources` only lets through names of PROVIDERS.
     fetching = FETCHING.get(source.provider)
     if fetching is not None:
         return fetching(source, fetcher)
     return VERIFIERS[source.provider](source)
 
 
-__all__ = ["VERIFIERS", "Delivery", "Inbound", "Reply", "Verifier", "verifier_for"]
+__all__ = ["PROVIDERS", "VERIFIERS", "Delivery", "Inbound", "Reply", "Verifier", "verifier_for"]

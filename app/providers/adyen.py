@@ -30,7 +30,6 @@ from app.providers.base import (
     Delivery,
     Verifier,
     b64decode,
-    check_hmac,
     event_id_from,
     event_type_from,
     parse_hex,
@@ -38,6 +37,7 @@ from app.providers.base import (
 from app.providers.fields import body_digest, common_type
 from app.providers.json_body import parse_json_value
 from app.providers.request import Reply
+from app.providers.signatures import check_hmac
 from app.sources import ConfigError, SourceConfig
 
 ACCEPTED = Reply(b"[accepted]", "text/plain; charset=utf-8")

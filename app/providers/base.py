@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
 from app.jobstate import PayloadFormat
 from app.providers.json_body import parse_json_object
 from app.providers.request import Inbound, MethodNotAllowed, Reply
+from app.providers.signatures import check_hmac, decode_signatures
 from app.sources import SourceConfig
 
 MAX_EVENT_ID_LENGTH = 256
@@ -98,24 +98,6 @@ class Verifier:
     def handshake(self, request: Inbound) -> Reply:
         """The answer to a GET on the source's URL; only some providers verify that way."""
         raise MethodNotAllowed(f"provider {self.provider!r} has no GET handshake; POST events")
-
-
-def hmac_sha256(key: bytes, message: bytes) -> bytes:
-    return hmac.new(key, message, hashlib.sha256).digest()
-
-
-def any_signature_matches(expected: Iterable[bytes], given: Iterable[bytes]) -> bool:
-    """True when any given signature equals any expected one, each compared in constant time.
-
-    Every pair is compared (no early exit), so the time taken does not tell which secret or
-    which signature came close.
-    """
-    matched = False
-    given = list(given)
-    for digest in expected:
-        for candidate in given:
-            matched |= hmac.compare_digest(digest, candidate)
-    return matched
 
 
 def parse_hex(value: str) -> bytes | None:
@@ -217,18 +199,10 @@ def timestamped_signatures(
     stamps = [v for k, v in pairs if k == stamp_key]
     if len(stamps) != 1:
         raise InvalidSignature(f"{header_name} needs exactly one {stamp_key}=")
-    given = [parse_hex(v) for k, v in pairs if k == signature_key]
-    signatures = [sig for sig in given if sig is not None and len(sig) == 32]
+    signatures = decode_signatures([v for k, v in pairs if k == signature_key], "", parse_hex, 32)
     if not signatures:
         raise InvalidSignature(f"{header_name} has no valid {signature_key} signature")
     return parse_timestamp(stamps[0]), signatures
-
-
-def check_hmac(keys: Iterable[bytes], message: bytes, given: Iterable[bytes]) -> None:
-    """Raise `InvalidSignature` unless HMAC-SHA256(key, message) matches a given signature
-    for some key: every configured secret (rotation), every signature sent."""
-    if not any_signature_matches((hmac_sha256(key, message) for key in keys), given):
-        raise InvalidSignature("signature does not match")
 
 
 class TimestampedHexVerifier(Verifier):

@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import re
 from urllib.parse import parse_qsl
 
@@ -39,6 +38,7 @@ from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, event_id_from
 from app.providers.fields import body_digest, single_fields
 from app.providers.request import Inbound, Reply
+from app.providers.signatures import any_signature_matches, hmac_digest
 from app.sources import ConfigError, SourceConfig
 
 # Never repeated: the verifier would check one and a handler might read the other.
@@ -84,18 +84,7 @@ class BraintreeVerifier(Verifier):
         if CHALLENGE_TEXT.fullmatch(payload):
             # What our handshake signs for anyone who asks: never a delivery (docstring).
             raise InvalidSignature("bt_payload is a challenge, not a notification")
-        signed = ""  # the text the signature is over: the payload, or it plus a newline
-        for pair in signature.split("&"):
-            public, _, digest = pair.partition("|")
-            key = self.pairs.get(public)
-            if key is None:
-                continue
-            for candidate in (payload, payload + "\n"):
-                expected = hmac.new(key, candidate.encode(), hashlib.sha1).hexdigest()
-                if hmac.compare_digest(expected.encode(), digest.encode()) and not signed:
-                    signed = candidate
-        if not signed:
-            raise InvalidSignature("bt_signature does not match")
+        signed = self._signed_text(signature, payload)
         return Delivery(
             # The digest of what was signed, not of the field as sent: with and without its
             # trailing newline, one signed notification is one event, not two.
@@ -104,13 +93,39 @@ class BraintreeVerifier(Verifier):
             payload_format=PayloadFormat.FORM,
         )
 
+    def _signed_text(self, signature: str, payload: str) -> str:
+        """The text `signature` is over, the payload or it plus a newline: the first pair
+        sent that matches says which (the event id is its digest)."""
+        texts = (payload, payload + "\n")
+        # Whole `<public key>|<hex>` pairs are compared, so a digest counts only beside its
+        # own key's name (a name holding `|` never matched a pair split at its first `|`).
+        expected = [
+            [
+                f"{pk}|{hex_hmac_sha1(k, text)}".encode()
+                for pk, k in self.pairs.items()
+                if "|" not in pk
+            ]
+            for text in texts
+        ]
+        signed = ""
+        for pair in signature.encode().split(b"&"):
+            for text, digests in zip(texts, expected, strict=True):
+                if any_signature_matches(digests, [pair]) and not signed:
+                    signed = text
+        if not signed:
+            raise InvalidSignature("bt_signature does not match")
+        return signed
+
     def handshake(self, request: Inbound) -> Reply:
         challenge = dict(parse_qsl(request.query)).get("bt_challenge", "")
         if not CHALLENGE.fullmatch(challenge):
             raise InvalidPayload("missing or malformed bt_challenge")
         public, key = next(iter(self.pairs.items()))
-        digest = hmac.new(key, challenge.encode(), hashlib.sha1).hexdigest()
-        return Reply.text(f"{public}|{digest}")
+        return Reply.text(f"{public}|{hex_hmac_sha1(key, challenge)}")
+
+
+def hex_hmac_sha1(key: bytes, text: str) -> str:
+    return hmac_digest("sha1", key, text.encode()).hex()
 
 
 def notification_kind(payload: str) -> str:

@@ -1,19 +1,16 @@
 """Helpers of the providers added after the first seven: reading payloads (JSON values,
-forms, JSON paths), the fallback event id, and HMAC with a choice of digest.
+forms, JSON paths), timestamps, and the fallback event id.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl
 
 from app.errors import InvalidPayload, InvalidSignature
-from app.providers.base import any_signature_matches
 
-DIGESTS = {"sha1": hashlib.sha1, "sha256": hashlib.sha256, "sha512": hashlib.sha512}
 # A batch whose items have different types is dispatched under this type.
 MIXED = "batch"
 
@@ -60,24 +57,6 @@ def common_type(types: Iterable[object]) -> str:
     """The type shared by every item of a batch, else `batch`."""
     found = {t for t in types if isinstance(t, str) and t}
     return found.pop() if len(found) == 1 else MIXED
-
-
-def hmac_digest(algorithm: str, key: bytes, message: bytes) -> bytes:
-    return hmac.new(key, message, DIGESTS[algorithm]).digest()
-
-
-def matching_key(
-    algorithm: str, keys: Sequence[bytes], message: bytes, given: Sequence[bytes]
-) -> bytes:
-    """The configured key whose HMAC matches one of the given signatures, else
-    `InvalidSignature`. Every key is tried, each comparison in constant time."""
-    found = b""
-    for key in keys:
-        if any_signature_matches([hmac_digest(algorithm, key, message)], given) and not found:
-            found = key
-    if not found:
-        raise InvalidSignature("signature does not match")
-    return found
 
 
 def parse_iso8601(value: str) -> float:

@@ -14,13 +14,13 @@ from app.providers.base import (
     Delivery,
     Verifier,
     check_body_timestamp,
-    check_hmac,
     event_id_from,
     event_type_from,
     header,
     parse_hex,
 )
 from app.providers.json_body import parse_json_object
+from app.providers.signatures import check_hmac
 
 SIGNATURE_HEADER = "x-signature-256"
 

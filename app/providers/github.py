@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.errors import InvalidPayload, InvalidSignature
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    check_hmac,
-    event_id_from,
-    event_type_from,
-    header,
-    parse_hex,
-    pick_headers,
-)
-from app.providers.json_body import parse_json_object
+from app.errors import InvalidPayload
+from app.providers.header_auth import BodyHmacVerifier
 
 HANDED_ON = (
     "x-github-delivery",
@@ -32,23 +22,15 @@ HANDED_ON = (
 )
 
 
-class GitHubVerifier(Verifier):
+class GitHubVerifier(BodyHmacVerifier):
     provider = "github"
-    # The id is the X-GitHub-Delivery header, which the signature (body only) does not cover.
-    id_signed = False
+    signature_header, signature_prefix = "X-Hub-Signature-256", "sha256="
+    id_headers, id_label = ("x-github-delivery",), "X-GitHub-Delivery"
+    type_header = "x-github-event"
+    handed_on = HANDED_ON
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        value = header(headers, "x-hub-signature-256")
-        scheme, _, digest = value.partition("=")
-        given = parse_hex(digest) if scheme == "sha256" else None
-        if given is None or len(given) != 32:
-            raise InvalidSignature("malformed X-Hub-Signature-256 header")
-        check_hmac(self.keys, body, [given])
+    def authenticate(self, body: bytes, headers: Mapping[str, str]) -> None:
+        super().authenticate(body, headers)
+        # Only once signed: an unsigned request is a 401 whatever its content type.
         if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
             raise InvalidPayload("set the GitHub webhook's content type to application/json")
-        parse_json_object(body)
-        return Delivery(
-            event_id=event_id_from(headers.get("x-github-delivery"), "X-GitHub-Delivery"),
-            event_type=event_type_from(headers.get("x-github-event")),
-            headers=pick_headers(headers, HANDED_ON),
-        )

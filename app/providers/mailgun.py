@@ -24,7 +24,6 @@ from app.jobstate import PayloadFormat
 from app.providers.base import (
     Delivery,
     Verifier,
-    check_hmac,
     check_window,
     event_id_from,
     event_type_from,
@@ -33,6 +32,7 @@ from app.providers.base import (
 )
 from app.providers.fields import json_path, single_fields
 from app.providers.json_body import parse_json_value
+from app.providers.signatures import check_hmac
 
 MAX_TOKEN = 256
 SIGNED_FIELDS = ("timestamp", "token", "signature")

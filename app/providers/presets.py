@@ -10,24 +10,12 @@ with the provider's SDK or documented vector.
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.providers.recipe import RecipeVerifier
 from app.providers.recipe_spec import Recipe
+from app.providers.standard import standard_webhooks
 
 # Standard Webhooks as Svix sends it (`svix-*` headers): Resend and Clerk.
-SVIX: dict[str, Any] = {
-    "signature_header": "svix-signature",
-    "signature_separator": " ",
-    "signature_prefix": "v1,",
-    "encoding": "base64",
-    "signed": "{id}.{timestamp}.{body}",
-    "timestamp": "header:svix-timestamp",
-    "secret_encoding": "whsec",
-    "id": "header:svix-id",
-    "type": "json:type",
-    "headers": ["svix-id", "svix-timestamp"],
-}
+SVIX = standard_webhooks("svix")
 
 PRESETS: dict[str, Recipe] = {
     name: Recipe.model_validate(spec)

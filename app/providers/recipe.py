@@ -26,14 +26,7 @@ from app.providers.base import (
     parse_hex,
     pick_headers,
 )
-from app.providers.fields import (
-    DIGESTS,
-    body_digest,
-    json_path,
-    matching_key,
-    parse_form,
-    parse_iso8601,
-)
+from app.providers.fields import body_digest, json_path, parse_form, parse_iso8601
 from app.providers.json_body import parse_json_value
 from app.providers.recipe_spec import (
     Encoding,
@@ -46,6 +39,7 @@ from app.providers.recipe_spec import (
     template_parts,
 )
 from app.providers.request import Inbound, Reply
+from app.providers.signatures import DIGESTS, decode_signatures, matching_key
 from app.sources import ConfigError, SourceConfig
 
 MAX_TIMESTAMP_LENGTH = 40
@@ -83,12 +77,14 @@ def id_covered(recipe: Recipe, parts: Sequence[tuple[bytes, str | None]]) -> boo
 
 class RecipeVerifier(Verifier):
     provider = "recipe"
-    # Presets set their recipe here; a `recipe` source reads WEBHOOK_RECIPE_<NAME>.
+    # Presets set their recipe here; a `recipe` source reads WEBHOOK_RECIPE_<NAME>; a
+    # verifier built on several recipes (`standard`, one per header family) passes each.
     preset: ClassVar[Recipe | None] = None
 
-    def __init__(self, source: SourceConfig) -> None:
+    def __init__(self, source: SourceConfig, recipe: Recipe | None = None) -> None:
         super().__init__(source)
-        recipe = self.preset if self.preset is not None else load_recipe(source)
+        if recipe is None:
+            recipe = self.preset if self.preset is not None else load_recipe(source)
         self.recipe = recipe
         self.signature_header = recipe.signature_header.lower()
         self.parts = template_parts(recipe.signed)
@@ -174,15 +170,11 @@ class RecipeVerifier(Verifier):
             items = [item.strip() for item in value.split(separator)]
         else:
             items = [value]
-        prefix = recipe.signature_prefix
-        decoded = [self._decode(i.removeprefix(prefix)) for i in items if i.startswith(prefix)]
-        signatures = [sig for sig in decoded if sig is not None and len(sig) == self.digest_size]
+        decode = parse_hex if recipe.encoding == Encoding.HEX else b64decode
+        signatures = decode_signatures(items, recipe.signature_prefix, decode, self.digest_size)
         if not signatures:
             raise InvalidSignature(f"{recipe.signature_header} has no well-formed signature")
         return signatures, pairs
-
-    def _decode(self, text: str) -> bytes | None:
-        return parse_hex(text) if self.recipe.encoding == Encoding.HEX else b64decode(text)
 
     def _signed_stamp(self, headers: Mapping[str, str], pairs: Mapping[str, str]) -> str:
         locator = self.recipe.timestamp

@@ -8,20 +8,8 @@ used then); the type is the topic, e.g. `orders/create`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from app.errors import InvalidSignature
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    b64decode,
-    check_hmac,
-    event_id_from,
-    event_type_from,
-    header,
-    pick_headers,
-)
-from app.providers.json_body import parse_json_object
+from app.providers.header_auth import BodyHmacVerifier
+from app.providers.recipe_spec import Encoding
 
 HANDED_ON = (
     "x-shopify-topic",
@@ -33,20 +21,10 @@ HANDED_ON = (
 )
 
 
-class ShopifyVerifier(Verifier):
+class ShopifyVerifier(BodyHmacVerifier):
     provider = "shopify"
-    # The id is the X-Shopify-Event-Id (or -Webhook-Id) header; only the body is signed.
-    id_signed = False
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        given = b64decode(header(headers, "x-shopify-hmac-sha256"))
-        if given is None or len(given) != 32:
-            raise InvalidSignature("malformed X-Shopify-Hmac-Sha256 header")
-        check_hmac(self.keys, body, [given])
-        parse_json_object(body)
-        event_id = headers.get("x-shopify-event-id") or headers.get("x-shopify-webhook-id")
-        return Delivery(
-            event_id=event_id_from(event_id, "X-Shopify-Event-Id"),
-            event_type=event_type_from(headers.get("x-shopify-topic")),
-            headers=pick_headers(headers, HANDED_ON),
-        )
+    signature_header, encoding = "X-Shopify-Hmac-Sha256", Encoding.BASE64
+    id_headers = ("x-shopify-event-id", "x-shopify-webhook-id")
+    id_label = "X-Shopify-Event-Id"
+    type_header = "x-shopify-topic"
+    handed_on = HANDED_ON

@@ -15,7 +15,6 @@ from app.errors import InvalidPayload, InvalidSignature
 from app.providers.base import (
     Delivery,
     Verifier,
-    check_hmac,
     check_window,
     event_id_from,
     event_type_from,
@@ -26,6 +25,7 @@ from app.providers.base import (
 )
 from app.providers.json_body import parse_json_object
 from app.providers.request import Reply
+from app.providers.signatures import check_hmac
 
 HANDED_ON = ("x-slack-retry-num", "x-slack-retry-reason", "x-slack-request-timestamp")
 

@@ -5,38 +5,71 @@ string is `"{id}.{timestamp}.{raw body}"`, HMAC-SHA256 in base64; the header hol
 space-separated `v1,<base64>` signatures, any one of which may match. The secret is
 `whsec_<base64>`: the prefix is stripped and the rest base64-decoded. The timestamp must be
 within the tolerance both ways. The event id is `webhook-id`; the type the body's `type`.
+
+The scheme is a recipe (`standard_webhooks`), which the `resend` and `clerk` presets use
+under Svix's names. A `standard` source takes either family of headers, and checks as the
+reference libraries do: the timestamp is an integer (signed as one) and the body a JSON
+object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from app.errors import InvalidSignature
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    b64decode,
-    check_hmac,
-    check_window,
-    event_id_from,
-    event_type_from,
-    parse_timestamp,
-)
+from app.providers.base import Delivery, Verifier, parse_timestamp
 from app.providers.json_body import parse_json_object
-from app.providers.recipe import decode_secret
-from app.providers.recipe_spec import SecretEncoding
-from app.sources import ConfigError, SourceConfig, env_suffix
+from app.providers.recipe import RecipeVerifier
+from app.providers.recipe_spec import Recipe
+from app.providers.request import Inbound
+from app.sources import ConfigError, SourceConfig
 
 PREFIX = "whsec_"
+PARTS = ("id", "timestamp", "signature")
+# Tried in this order: the first family whose three headers are all there is checked.
+FAMILIES = ("webhook", "svix")
 
 
-def _headers(headers: Mapping[str, str]) -> tuple[str, str, str]:
-    for family in ("webhook", "svix"):
-        values = tuple(
-            headers.get(f"{family}-{part}", "").strip() for part in ("id", "timestamp", "signature")
-        )
+def standard_webhooks(family: str) -> dict[str, Any]:
+    """The recipe of Standard Webhooks with its headers named `<family>-id`, ..."""
+    return {
+        "signature_header": f"{family}-signature",
+        "signature_separator": " ",
+        "signature_prefix": "v1,",
+        "encoding": "base64",
+        "signed": "{id}.{timestamp}.{body}",
+        "timestamp": f"header:{family}-timestamp",
+        "secret_encoding": "whsec",
+        "id": f"header:{family}-id",
+        "type": "json:type",
+        "headers": [f"{family}-id", f"{family}-timestamp"],
+    }
+
+
+RECIPES = {family: Recipe.model_validate(standard_webhooks(family)) for family in FAMILIES}
+
+
+class StandardFamily(RecipeVerifier):
+    """One family's recipe, with the reference libraries' two stricter readings."""
+
+    provider = "standard"
+
+    def _signed_stamp(self, headers: Mapping[str, str], pairs: Mapping[str, str]) -> str:
+        # Unix seconds, 1 to 12 digits, signed as the integer they are (`017…` as `17…`).
+        return str(parse_timestamp(super()._signed_stamp(headers, pairs)))
+
+    def _payload(self, body: bytes) -> Any:
+        return parse_json_object(body)
+
+
+def _family(headers: Mapping[str, str]) -> tuple[str, str, str]:
+    """The family the request uses, with its id and timestamp."""
+    for family in FAMILIES:
+        values = [headers.get(f"{family}-{part}", "").strip() for part in PARTS]
         if all(values):
-            return values  # type: ignore[return-value]
+            return family, values[0], values[1]
     raise InvalidSignature("missing webhook-id, webhook-timestamp or webhook-signature header")
 
 
@@ -45,36 +78,17 @@ class StandardVerifier(Verifier):
 
     def __init__(self, source: SourceConfig) -> None:
         super().__init__(source)
-        keys = []
-        for secret in source.secrets:
-            text = secret.get_secret_value()
-            # Padded or not: the official library accepts both, so must we.
-            key = decode_secret(text, SecretEncoding.WHSEC)
-            if not key:
-                raise ConfigError(
-                    f"WEBHOOK_SECRET_{env_suffix(source.name)}: a Standard Webhooks secret is "
-                    f"'{PREFIX}' followed by base64"
-                )
-            keys.append(key)
-        self.keys = tuple(keys)
+        try:
+            self.families = {family: StandardFamily(source, RECIPES[family]) for family in FAMILIES}
+        except ConfigError:
+            raise ConfigError(
+                f"{source.variable_name('WEBHOOK_SECRET_')}: a Standard Webhooks secret is "
+                f"'{PREFIX}' followed by base64"
+            ) from None
+        self.keys = self.families[FAMILIES[0]].keys
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        message_id, stamp, signature_header = _headers(headers)
-        timestamp = parse_timestamp(stamp)
-        given = []
-        for item in signature_header.split():
-            version, _, encoded = item.partition(",")
-            signature = b64decode(encoded) if version == "v1" else None
-            if signature is not None and len(signature) == 32:
-                given.append(signature)
-        if not given:
-            raise InvalidSignature("webhook-signature has no valid v1 signature")
-        signed = f"{message_id}.{timestamp}.".encode() + body
-        check_hmac(self.keys, signed, given)
-        check_window(timestamp, now, self.source.tolerance, future_too=True)
-        payload = parse_json_object(body)
-        return Delivery(
-            event_id=event_id_from(message_id, "webhook-id"),
-            event_type=event_type_from(payload.get("type")),
-            headers={"webhook-id": message_id, "webhook-timestamp": stamp},
-        )
+    def check(self, request: Inbound) -> Delivery:
+        family, message_id, stamp = _family(request.headers)
+        delivery = self.families[family].check(request)
+        # Handed on under the standard's names, whichever family came.
+        return replace(delivery, headers={"webhook-id": message_id, "webhook-timestamp": stamp})

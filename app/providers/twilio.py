@@ -21,9 +21,10 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from app.errors import InvalidSignature
 from app.jobstate import PayloadFormat
 from app.providers.base import Delivery, Verifier, b64decode, event_id_from, pick_headers
-from app.providers.fields import body_digest, matching_key, parse_form
+from app.providers.fields import body_digest, parse_form
 from app.providers.json_body import parse_json_value
 from app.providers.request import Inbound, Reply
+from app.providers.signatures import matching_key
 
 TYPE_FIELDS = ("MessageStatus", "SmsStatus", "CallStatus", "EventType")
 HANDED_ON = ("i-twilio-idempotency-token", "x-home-region", "x-twilio-webhooks-signature-settings")

@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.errors import InvalidPayload
-from app.providers.base import hmac_sha256
 from app.providers.fields import json_path
 from app.providers.recipe import RecipeVerifier
 from app.providers.recipe_spec import Recipe
 from app.providers.request import Inbound, Reply
+from app.providers.signatures import hmac_digest
 
 # How every signed string of a delivery starts (RECIPE's `signed`): no plainToken may.
 SIGNED_PREFIX = "v0:"
@@ -53,5 +53,5 @@ class ZoomVerifier(RecipeVerifier):
             raise InvalidPayload("endpoint.url_validation without a plainToken")
         if plain.startswith(SIGNED_PREFIX):
             raise InvalidPayload("a plainToken must not be spelt as a signed delivery")
-        encrypted = hmac_sha256(key, plain.encode()).hex()
+        encrypted = hmac_digest("sha256", key, plain.encode()).hex()
         return Reply.json({"plainToken": plain, "encryptedToken": encrypted})

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from app.providers import VERIFIERS
-from app.sources import PROVIDERS
+from app.providers import PROVIDERS, VERIFIERS
 from workers.signing import SIGNERS
 from workers.signing.defaults import DEFAULT_TYPE
 

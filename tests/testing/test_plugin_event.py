@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sources import PROVIDERS
+from app.providers import PROVIDERS
 from tests.testing.project import run, user_project
 
 # docs/providers.md's worked recipe, for the source of provider `recipe`.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from redis import Redis
 
-from app.sources import PROVIDERS
+from app.providers import PROVIDERS
 from tests.testing.project import BILLING, run, user_project
 from tests.testing.test_plugin_event import RECIPE
 from workers.dev.redis_server import RedisServer

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import click
 from pydantic import ValidationError
 
+from app.providers import PROVIDERS
 from app.settings import ConfigError, Settings
 from app.settings_checks import one_line
 from app.sources import KEYLESS, Defaults, SourceConfig, resolve_sources
@@ -71,7 +72,7 @@ def _line(entry: str, settings: Settings) -> SourceLine:
         settings.replay_tolerance, settings.webhook_dedupe_ttl, settings.webhook_signing_secret
     )
     try:
-        [source] = resolve_sources([entry], settings.per_source, defaults).values()
+        [source] = resolve_sources([entry], settings.per_source, defaults, PROVIDERS).values()
     except ConfigError as exc:
         path = f"/webhooks/{name}"
         return SourceLine(name, provider.strip() or name, path, 0, False, None, str(exc))
