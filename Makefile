@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test test-newest lint format typecheck bench screenshots clean
+.PHONY: install install-test run test test-newest test-oldest lint format typecheck bench screenshots clean
 
 # One line per install step; pip's own output (and the build backend's warnings) goes to
 # .venv/pip.log, printed only when the step fails.
@@ -57,6 +57,11 @@ test: install-test lint typecheck
 # end-to-end tests, on the newest releases in a throwaway venv: which pins can be widened.
 test-newest: install-test
 	$(PY) tests/newest.py
+
+# The same tests on the floor (>=) of every requirement pyproject.toml claims, in a
+# throwaway venv: a floor that does not resolve or fails is a floor to raise.
+test-oldest: install-test
+	$(PY) tests/oldest.py
 
 # Not part of `make test`: about 17 minutes of load. Needs wrk (apt-get install wrk).
 bench: install-test

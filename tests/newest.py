@@ -18,8 +18,6 @@ that pins it). The day a new release ships, this says whether the pins can be wi
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import sys
 import tempfile
 import tomllib
@@ -28,8 +26,8 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.version import Version
+from throwaway_venv import ROOT, Venv, must_run, pinning_tests
 
-ROOT = Path(__file__).resolve().parent.parent
 # The libraries whose internals the code relies on, or whose ceiling sits at a release.
 WATCHED = ("rq", "rq-dashboard", "redis", "fastapi", "starlette", "uvicorn", "cryptography")
 
@@ -68,45 +66,6 @@ def declared() -> dict[str, Requirement]:
     return found
 
 
-def runs_make(path: Path) -> bool:
-    """A test file with tests that run `make run` in a checkout (the DEVSTACK group): their
-    processes run from the checkout's own .venv (the pinned versions), not from here."""
-    return "xdist_group(DEVSTACK)" in path.read_text()
-
-
-def pinning_tests() -> list[str]:
-    """Every test file docs/internals.md names as pinning an internal, but those that run
-    `make` (their processes would not run the newest releases)."""
-    named = set(re.findall(r"\b(test_[a-z0-9_]+\.py)", (ROOT / "docs/internals.md").read_text()))
-    paths = sorted(
-        str(path.relative_to(ROOT))
-        for path in (ROOT / "tests").rglob("test_*.py")
-        if path.name in named
-    )
-    missing = named - {Path(p).name for p in paths}
-    if missing:
-        sys.exit(f"docs/internals.md names tests that do not exist: {', '.join(sorted(missing))}")
-    return [p for p in paths if not runs_make(ROOT / p)]
-
-
-def run(command: list[str], log: Path) -> None:
-    with log.open("a") as out:
-        out.write("$ " + " ".join(command) + "\n")
-        out.flush()
-        if subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False).returncode:
-            sys.exit(f"failed: {' '.join(command)} (see {log})")
-
-
-def installed(python: Path, name: str) -> Version:
-    out = subprocess.run(
-        [str(python), "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return Version(out.strip())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="Build the venv here, and keep it.")
@@ -115,33 +74,14 @@ def main() -> None:
     pins = declared()
     tests = pinning_tests()
     with tempfile.TemporaryDirectory() as tmp:
-        where = args.keep or Path(tmp)
-        venv, log = where / "venv", where / "pip.log"
-        python = venv / "bin" / "python"
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        if python.exists() and args.keep:
-            print(f"the venv {venv} kept from an earlier run ...", flush=True)
-        else:
-            print(f"a throwaway venv in {venv}, pip's output in {log} ...", flush=True)
-            run([sys.executable, "-m", "venv", str(venv)], log)
-            run([*pip, "--upgrade", "pip"], log)
-            run([*pip, "-e", f"{ROOT}[test]"], log)
+        venv = Venv(args.keep or Path(tmp))
+        if venv.create(reuse=args.keep is not None):
+            must_run([*venv.pip, "-e", f"{ROOT}[test]"], venv.log)
         # The newest releases, past the pins: pip warns of the conflict, and installs them.
-        run([*pip, "--upgrade", *WATCHED], log)
-        newest = [Pin(n, pins[n], installed(python, n)) for n in WATCHED if n in pins]
+        must_run([*venv.pip, "--upgrade", *WATCHED], venv.log)
+        newest = [Pin(n, pins[n], venv.installed(n)) for n in WATCHED if n in pins]
         print(f"running {len(tests)} pinning test files and the end-to-end tests ...", flush=True)
-        command = [str(python), "-m", "pytest", "-n", "3", "--dist", "loadgroup", "-q"]
-        command += [*tests, *args.pytest_args.split()]
-        e2e = subprocess.run(
-            [str(python), "-m", "pytest", "-q", "--collect-only", "-m", "e2e", "tests"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        e2e_files = {line.split("::")[0] for line in e2e.stdout.splitlines() if "::" in line}
-        command += sorted(f for f in e2e_files if f not in tests and not runs_make(ROOT / f))
-        passed = subprocess.run(command, cwd=ROOT, check=False).returncode == 0
+        passed = venv.run_tests(tests, args.pytest_args)
     width = max(len(p.name) for p in newest)
     print(f"\n{'library':<{width}}  {'pyproject.toml':<22}  {'newest':<10}  verdict")
     for pin in newest:
