@@ -29,7 +29,18 @@ from packaging.version import Version
 from throwaway_venv import ROOT, Venv, must_run, pinning_tests
 
 # The libraries whose internals the code relies on, or whose ceiling sits at a release.
-WATCHED = ("rq", "rq-dashboard", "redis", "fastapi", "starlette", "uvicorn", "cryptography")
+WATCHED = (
+    "rq",
+    "rq-dashboard",
+    "redis",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "cryptography",
+    # The suite's own scheduling (tests/test_suite_groups.py): `make test` runs on both.
+    "pytest",
+    "pytest-xdist",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +67,19 @@ def _next_minor(version: Version) -> str:
 
 
 def declared() -> dict[str, Requirement]:
-    """pyproject.toml's requirements of the watched libraries, by name."""
+    """pyproject.toml's requirements of the watched libraries, by name: the runtime ones and
+    the extras `make test` installs, a library named twice (pytest) held to both ranges."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
     found: dict[str, Requirement] = {}
-    for line in project["dependencies"]:
+    for line in [*project["dependencies"], *extras["testing"], *extras["test"]]:
         requirement = Requirement(line)
-        if requirement.name.lower() in WATCHED:
-            found[requirement.name.lower()] = requirement
+        name = requirement.name.lower()
+        if name not in WATCHED:
+            continue
+        if name in found:
+            requirement.specifier &= found[name].specifier
+        found[name] = requirement
     return found
 
 
