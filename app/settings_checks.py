@@ -128,14 +128,18 @@ def _resolve_each(settings: Settings) -> tuple[list[SourceConfig], list[str]]:
     )
     resolved: list[SourceConfig] = []
     found: list[str] = []
+    named: set[str] = set()
     for entry in settings.webhook_sources:
+        # By name, before resolving: a repeated source would repeat its own problems too.
+        name = entry.partition(":")[0].strip()
+        if name in named:
+            found.append(f"WEBHOOK_SOURCES: source {name!r} is listed twice")
+            continue
+        named.add(name)
         try:
             [source] = resolve_sources([entry], settings.per_source, defaults, PROVIDERS).values()
         except ConfigError as exc:
             found.append(str(exc))
-            continue
-        if any(other.name == source.name for other in resolved):
-            found.append(f"WEBHOOK_SOURCES: source {source.name!r} is listed twice")
             continue
         resolved.append(source)
     return resolved, found

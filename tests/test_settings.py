@@ -161,6 +161,14 @@ def test_invalid_sources_are_refused(sources: str, message: str) -> None:
         load(webhook_sources=sources, webhook_signing_secret=S)
 
 
+def test_a_source_listed_twice_without_its_secret_is_said_listed_twice_and_unset_once() -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(webhook_sources="stripe,stripe")
+    message = str(refused.value)
+    assert message.count("WEBHOOK_SECRET_STRIPE is not set") == 1, message
+    assert "source 'stripe' is listed twice" in message, message
+
+
 def test_non_numeric_per_source_tolerance_names_the_variable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
