@@ -50,8 +50,15 @@ format: install-test
 typecheck: install-test
 	$(BIN)/mypy
 
+# Under coverage.py (pyproject.toml's [tool.coverage.*]): every process the suite starts is
+# measured; the files are combined and the figure printed after the run (docs/internals.md).
+COVERAGE_DATA := $(CURDIR)/var/coverage
+
 test: install-test lint typecheck
-	$(BIN)/pytest -n 3 --dist loadgroup
+	@rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
+	COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage run -m pytest -n 3 --dist loadgroup
+	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage combine -q
+	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(PY) tests/coverage_summary.py
 
 # The tests that pin RQ's, rq-dashboard's, uvicorn's and Starlette's internals, and the
 # end-to-end tests, on the newest releases in a throwaway venv: which pins can be widened.

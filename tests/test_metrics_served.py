@@ -73,5 +73,6 @@ def test_the_worker_and_its_scheduler_are_counted_while_they_run(
         30,
         "the worker and its scheduler",
     )
-    assert worker.stop() == 0  # a warm stop: it unregisters, its scheduler lets go of the lock
+    # A warm stop: it unregisters, its scheduler lets go of the lock.
+    assert worker.stop() == 0, worker.log.read_text()
     assert figures() == ("webhooks_workers 0.0", "webhooks_scheduler_up 0.0")

@@ -21,7 +21,7 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -130,28 +130,33 @@ class Horse:
         if pid == 0:
             os.close(task_write)
             os.close(report_read)
-            os.setpgrp()  # Ctrl+C reaches the worker's group; the child finishes its job
-            die_with_parent(parent)
-            child_signals(self.stop)
-            code = 1
-            try:
-                self.serve(Reader(task_read), report_write)
-                code = 0
-            except RedisError as exc:
-                # Redis went away mid-batch: the worker says so too, in its own one line.
-                logger.error(f"the batch child lost Redis ({type(exc).__name__})")
-            except BaseException:
-                logger.exception("the batch child failed")
-            finally:
-                # Its spans and error reports still buffered: `os._exit` runs no exit handler.
-                flush_reports()
-                with contextlib.suppress(Exception):
-                    self.spans.shutdown()
-                os._exit(code)
+            self.child(parent, Reader(task_read), report_write)
         os.close(task_read)
         os.close(report_write)
         self.pid, self.tasks, self.reports = pid, task_write, report_read
         self.reader = Reader(report_read)
+
+    def child(self, parent: int, tasks: Reader, reports: int) -> NoReturn:
+        """The forked child's whole life. A call of its own, not the rest of `ensure`: a
+        tracer (coverage's, a profiler's) set up again after the fork sees a new frame."""
+        os.setpgrp()  # Ctrl+C reaches the worker's group; the child finishes its job
+        die_with_parent(parent)
+        child_signals(self.stop)
+        code = 1
+        try:
+            self.serve(tasks, reports)
+            code = 0
+        except RedisError as exc:
+            # Redis went away mid-batch: the worker says so too, in its own one line.
+            logger.error(f"the batch child lost Redis ({type(exc).__name__})")
+        except BaseException:
+            logger.exception("the batch child failed")
+        finally:
+            # Its spans and error reports still buffered: `os._exit` runs no exit handler.
+            flush_reports()
+            with contextlib.suppress(Exception):
+                self.spans.shutdown()
+            os._exit(code)
 
     def serve(self, tasks: Reader, reports: int) -> None:
         """The child: each batch is its job hashes and its span's context; run them,
