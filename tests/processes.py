@@ -107,6 +107,13 @@ class Stack:
             process.stop()
 
 
+def unmeasured(env: dict[str, str]) -> dict[str, str]:
+    """`env` for processes coverage.py should not measure (`make test` measures every Python
+    process the suite starts): for a test that starts many of one kind whose code the suite
+    measures elsewhere, where measuring each would only cost the suite time."""
+    return {k: v for k, v in env.items() if not k.startswith("COVERAGE_")}
+
+
 def wait_until(check: Callable[[], bool], timeout: float = 20, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
