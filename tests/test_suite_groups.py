@@ -10,6 +10,8 @@ does and reads which worker ran each grouped test.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 GROUPED = """
@@ -28,7 +30,14 @@ def test_loose(n):
 """
 
 
-def test_tests_of_one_xdist_group_run_on_one_worker(pytester: pytest.Pytester) -> None:
+def test_tests_of_one_xdist_group_run_on_one_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in os.environ:
+        if name.startswith("COVERAGE_"):
+            monkeypatch.delenv(
+                name
+            )  # four interpreters of pytest alone: nothing of ours to measure
     pytester.makepyfile(test_grouped=GROUPED)
     result = pytester.runpytest_subprocess("-n", "3", "--dist", "loadgroup", "-p", "xdist")
     result.assert_outcomes(passed=12)
