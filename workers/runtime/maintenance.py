@@ -89,4 +89,4 @@ class MaintainedWorker(BaseWorker):
                 scheduler.release_locks()  # type: ignore[no-untyped-call]
                 scheduler.register_death()
         else:
-            scheduler.start()  # type: ignore[no-untyped-call]
+            scheduler.start()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -32,6 +33,8 @@ from rq.scheduler import RQScheduler
 from app.connection import SCHEDULER, sync_client
 from app.redis_errors import ProblemLog
 from app.settings import Settings
+
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 class FollowingScheduler(RQScheduler):
@@ -53,11 +56,23 @@ class FollowingScheduler(RQScheduler):
             self._connection = sync_client(self.settings, SCHEDULER)  # type: ignore[assignment]
         return cast(Redis, self._connection)
 
+    def start(self) -> Any:
+        """RQ's `start` (fork the scheduler's process), with SIGTERM and SIGINT held back in
+        the process until it has its own handlers: one arriving between the fork and
+        `work` killed it with its lock held (the worker's stop right after its start), and
+        no scheduler took the queue's lock for the next 61 s."""
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            return super().start()  # type: ignore[no-untyped-call]
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
     def work(self) -> None:
         for fd in self.inherited_fds():  # read in this process: the fds as forked
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._install_signal_handlers()  # type: ignore[no-untyped-call]
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # one held back runs now
         problems = ProblemLog("scheduler", self.settings.redis_target)
         born = False
         while not self._stop_requested:
