@@ -89,6 +89,9 @@ class Verifier:
         """Return the delivery, or raise `InvalidSignature`, `StaleTimestamp`, `InvalidPayload`."""
         return self.verify(request.body, request.headers, request.now)
 
+    # These two defaults run for no provider: each implements `verify` or overrides
+    # `check`, and `check_async` is awaited only for `fetches_keys` verifiers, which all
+    # override it. They stay so that callers, typed `Verifier`, may call every method.
     def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
         raise NotImplementedError(f"{type(self).__name__} implements check()")
 

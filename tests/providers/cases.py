@@ -536,6 +536,9 @@ CASES = [
             {"Plaid-Verification": "a.b"},
             {"Plaid-Verification": "e30.e30.e30"},
             {"Plaid-Verification": "eyJhbGciOiJub25lIn0.e30."},
+            # A part whose length no base64 has, and one that is not ASCII.
+            {"Plaid-Verification": "e30AB.e30.e30"},
+            {"Plaid-Verification": "e30.\xe930.e30"},
         ),
     ),
 ]

@@ -113,3 +113,15 @@ def test_braintree_notifications_in_every_form_it_sends_are_accepted(
     KEY.material.webhook_notification.parse(signature, payload)  # the SDK agrees
     response = braintree_post(client, signature, payload)
     assert response.json()["status"] == "accepted", response.text
+
+
+def test_a_signed_braintree_payload_that_is_not_base64_is_400(
+    client: TestClient, redis: Redis
+) -> None:
+    # Base64's letters, signed, but of a length no base64 has: it decodes to nothing.
+    payload = base64.b64encode(BRAINTREE_SHAPES["compact"]).decode().rstrip("=")[:-2]
+    config = KEY.material.config
+    signature = f"{config.public_key}|{Crypto.sha1_hmac_hash(config.private_key, payload)}"
+    response = braintree_post(client, signature, payload)
+    assert (response.status_code, response.json()["detail"]) == (400, "bt_payload is not base64")
+    assert jobs(redis) == []

@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from redis import Redis
 from rq import Queue
 
+from app.providers import VERIFIERS
+from app.providers.base import Verifier
 from tests.providers.cases import CASES, TIMESTAMPED, Case
 from tests.providers.signing import Request
 
@@ -181,3 +183,12 @@ def test_a_request_without_any_signature_is_401(
         f"/webhooks/{case.name}", content=signed.body, headers=kept
     )
     assert response.status_code == 401, response.text
+
+
+def test_every_verifier_implements_the_entry_point_it_is_called_by() -> None:
+    # So `Verifier`'s own `verify` and `check_async` (which raise or defer) run for none.
+    for name, cls in VERIFIERS.items():
+        if cls.fetches_keys:
+            assert cls.check_async is not Verifier.check_async, name
+        else:
+            assert cls.verify is not Verifier.verify or cls.check is not Verifier.check, name

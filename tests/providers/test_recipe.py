@@ -170,6 +170,11 @@ BASE = {"signature_header": "X-Sig", "id": "header:X-Id"}
         ({**BASE, "id": "signature:id"}, "'signature_key'"),
         ({**BASE, "headers": ["X-Sig"]}, "'headers'"),
         ({**BASE, "encoding": "base32"}, "'encoding'"),
+        ({**BASE, "timestamp": 5}, "'timestamp'"),
+        ({**BASE, "id": "digest:x"}, "'id'"),
+        ({**BASE, "type": "header"}, "'type'"),
+        ({**BASE, "signed": "{timestamp}.{body}", "timestamp": "const:1"}, "'timestamp' comes"),
+        ({**BASE, "signed": "{body"}, "'signed'"),
     ],
 )
 def test_an_invalid_recipe_stops_startup_naming_the_field(
