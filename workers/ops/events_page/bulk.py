@@ -152,7 +152,9 @@ def groups(letters: list[Letter], now: float) -> list[Group]:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class BulkResult:
+    """What one bulk action did (not `app.jobstate.Outcome`, what a worker did)."""
+
     verb: Verb
     done: int = 0
     gone: int = 0  # no longer a dead letter (requeued, purged or expired meanwhile)
@@ -174,7 +176,7 @@ class Outcome:
 
 def apply(
     store: DeadLetters, verb: Verb, filters: Filters, job_ids: list[str], all_handlers: bool
-) -> Outcome:
+) -> BulkResult:
     """Act on each listed job that is still a dead letter the search matches."""
     letters = {x.job_id: x for x in read(store.connection, job_ids)}
     done = gone = unmatched = 0
@@ -190,4 +192,4 @@ def apply(
         else:
             acted = store.purge(job_id)
             done, gone = done + acted, gone + (not acted)
-    return Outcome(verb, done, gone, unmatched)
+    return BulkResult(verb, done, gone, unmatched)

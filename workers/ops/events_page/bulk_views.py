@@ -19,7 +19,16 @@ from werkzeug.wrappers import Response
 from app.settings import Settings
 from workers.ops.dashboard_guard import log_action
 from workers.ops.deadletters import DeadLetters
-from workers.ops.events_page.bulk import AT_ONCE, Filters, Found, Outcome, Verb, apply, find, groups
+from workers.ops.events_page.bulk import (
+    AT_ONCE,
+    BulkResult,
+    Filters,
+    Found,
+    Verb,
+    apply,
+    find,
+    groups,
+)
 from workers.ops.events_page.bulk_template import CONFIRM
 from workers.ops.events_page.layout import page_layout
 from workers.ops.events_page.search import Query
@@ -76,7 +85,7 @@ def banner(args: Mapping[str, str]) -> str | None:
         return None
     if any(n < 0 for n in counts):
         return None
-    return Outcome(verb, *counts).sentence()
+    return BulkResult(verb, *counts).sentence()
 
 
 def add_bulk_routes(
@@ -126,7 +135,7 @@ def add_bulk_routes(
         every = verb is Verb.REQUEUE and request.form.get("handlers") == ALL_HANDLERS
         if filters is None or errors:
             # Not a form this page wrote (its confirmation shows no button then).
-            outcome = Outcome(verb, unmatched=len(job_ids))
+            outcome = BulkResult(verb, unmatched=len(job_ids))
         else:
             outcome = apply(DeadLetters(settings, connection()), verb, filters, job_ids, every)
         fields = _filters(form)
