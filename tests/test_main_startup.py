@@ -107,3 +107,27 @@ def test_a_delivery_before_the_lifespan_started_is_503_not_ready(
     response = asyncio.run(run())
     assert response.status_code == 503
     assert response.json()["detail"] == "not ready; retry later"
+
+
+def test_without_a_lifespan_the_first_request_starts_the_receiver_which_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, redis_server: RedisServer
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REDIS_URL", redis_server.url)
+    monkeypatch.setenv("WEBHOOK_SIGNING_SECRET", SECRET)
+    reported: list[dict[str, Any]] = []
+
+    async def run() -> httpx.Response:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda _, context: reported.append(context)
+        )
+        transport = httpx.ASGITransport(app=Application())
+        async with httpx.AsyncClient(transport=transport, base_url="http://receiver") as client:
+            return await client.get("/readyz")
+
+    # The process's end cancels the startup's lifespan, which then says its shutdown failed:
+    # that second message must end it quietly, as uvicorn's own end of a lifespan would.
+    with asyncio.Runner() as runner:
+        response = runner.run(run())
+    assert response.status_code == 200 and response.json() == {"status": "ready"}
+    assert [c["message"] for c in reported] == []
