@@ -80,8 +80,9 @@ def _what(exc: BaseException) -> str:
                 "REDIS_SENTINEL_PASSWORD)"
             )
         # redis-py < 8 lists each sentinel's error as its text ("Error 111 ... Connection
-        # refused"), redis-py 8 as its kind only ("network:ConnectionError").
-        if any(sign in text for sign in ("Connection refused", "Error ", "ConnectionError")):
+        # refused"), redis-py 8 as its kind only ("network:ConnectionError", a sentinel
+        # that did not answer in time "network:TimeoutError").
+        if any(sign in text for sign in ("Connection refused", "Error ", "network:")):
             return "no sentinel answered (REDIS_SENTINELS: are they running, on those ports?)"
         return (
             "the sentinels name no reachable primary of that name (REDIS_SENTINEL_MASTER; "

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 from redis import Redis
 from redis.exceptions import ConnectionError, ResponseError, TimeoutError
+from redis.sentinel import MasterNotFoundError
 
 from app.connection import PROBE, sync_client
 from app.redis_errors import describe
@@ -64,6 +65,11 @@ def tls_failure(reason: str) -> ConnectionError:
         (tls_failure("TLSV13_ALERT_CERTIFICATE_REQUIRED"), "it wants a client certificate"),
         (tls_failure("UNEXPECTED_EOF_WHILE_READING"), "TLS handshake failed (unexpected eof"),
         (TimeoutError("Timeout reading from socket"), "no answer in time (Redis busy"),
+        # redis-py 8's words for sentinels that all timed out.
+        (
+            MasterNotFoundError("No master found for 'm' : <Redis> - network:TimeoutError"),
+            "no sentinel answered (REDIS_SENTINELS",
+        ),
         # redis-py's Sentinel connection, finding its primary demoted during a failover.
         (ConnectionError("The previous master is now a slave"), "the primary was demoted"),
         (ConnectionError("Error -2 connecting to nowhere:1. Name unknown."), "cannot connect"),
