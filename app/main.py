@@ -15,7 +15,6 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
@@ -99,10 +98,6 @@ def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None
         receiver = getattr(request.app.state, "receiver", None)
         body = rejected(receiver, request.path_params.get("source", ""), exc)
         return Response(body, exc.status_code, media_type="application/json")
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse({"detail": "invalid request"}, status_code=400)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> JSONResponse:

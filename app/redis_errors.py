@@ -79,7 +79,10 @@ def _what(exc: BaseException) -> str:
                 "the sentinels refused the credentials (REDIS_SENTINEL_USERNAME, "
                 "REDIS_SENTINEL_PASSWORD)"
             )
-        if "Connection refused" in text or "Error " in text:
+        # redis-py < 8 lists each sentinel's error as its text ("Error 111 ... Connection
+        # refused"), redis-py 8 as its kind only ("network:ConnectionError", a sentinel
+        # that did not answer in time "network:TimeoutError").
+        if any(sign in text for sign in ("Connection refused", "Error ", "network:")):
             return "no sentinel answered (REDIS_SENTINELS: are they running, on those ports?)"
         return (
             "the sentinels name no reachable primary of that name (REDIS_SENTINEL_MASTER; "

@@ -158,10 +158,9 @@ def resolve_sources(
 ) -> dict[str, SourceConfig]:
     """Each entry of WEBHOOK_SOURCES as a `SourceConfig`; `providers` are the names a source
     may use (`app.providers.PROVIDERS`: the table lives with the verifiers, which import
-    this module)."""
+    this module). An empty or repeated list is refused before, by
+    `settings_checks.problems`, which resolves each entry on its own."""
     resolved: dict[str, SourceConfig] = {}
-    if not entries:
-        raise ConfigError("WEBHOOK_SOURCES is empty: configure at least one source")
     for entry in entries:
         name, _, provider = entry.partition(":")
         name = name.strip()
@@ -176,8 +175,6 @@ def resolve_sources(
                 f"WEBHOOK_SOURCES: source {name!r} names unknown provider {provider!r}; "
                 f"known providers: {', '.join(providers)}"
             )
-        if name in resolved:
-            raise ConfigError(f"WEBHOOK_SOURCES: source {name!r} is listed twice")
         suffix = env_suffix(name)
         own_tolerance = _int_of("REPLAY_TOLERANCE_", name, per_source, 0) or None
         resolved[name] = SourceConfig(

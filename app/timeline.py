@@ -43,8 +43,6 @@ KEEP = 8 * WINDOW  # the week, and a day's margin
 KEEP_MINUTES = 2 * 3600  # the hour, and an hour's margin
 FLUSH_EVERY = 5.0
 FIELDS = ("accepted", "duplicate", "rejected", "done", "retried", "dead")
-# What the receiver's own counters (webhooks_received_total's outcomes) add to.
-RECEIVED_FIELDS = ("accepted", "duplicate")
 # The workers' outcome counters (app/jobstate.py Outcome), and the count each one adds to.
 # `requeued` is an operator's act, not a delivery's outcome: not drawn.
 OUTCOMES = {
@@ -149,10 +147,9 @@ class ReceiverCounts:
                     source = sample.labels.get("source", "")
                     if not sample.name.endswith("_total") or source not in self.sources:
                         continue
-                    name = sample.labels[field_of] if field_of else "rejected"
-                    if name in (*RECEIVED_FIELDS, "rejected"):
-                        key = (source, name)
-                        totals[key] = totals.get(key, 0.0) + sample.value
+                    # RECEIVED's outcomes, accepted and duplicate, are fields as they are.
+                    key = (source, sample.labels[field_of] if field_of else "rejected")
+                    totals[key] = totals.get(key, 0.0) + sample.value
         return totals
 
     def pending(self) -> dict[tuple[str, str], int]:

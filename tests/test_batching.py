@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from redis import Redis
-from redis.exceptions import NoScriptError
+from redis.exceptions import ConnectionError, NoScriptError
 from rq import Queue
 
 from app.batching import ScriptBatcher
 from app.intake import AsyncIntake
 from app.providers import Delivery
 from app.settings import Settings
+from workers.dev.redis_server import free_port
 
 
 def claims(settings: Settings, event_ids: list[str], cancel: int | None = None) -> list[Any]:
@@ -103,3 +104,20 @@ def test_a_cancelled_request_does_not_disturb_the_others_in_its_batch(
     results = claims(make_settings(), ["x", "y", "z"], cancel=1)
     assert isinstance(results[1], asyncio.CancelledError)
     assert results[0].accepted and results[2].accepted
+
+
+def test_a_request_that_timed_out_keeps_its_timeout_when_its_batch_then_fails() -> None:
+    # Redis cannot be reached: the batch fails with a ConnectionError, after the first
+    # request's own (zero) timeout has answered it; the second still gets the failure.
+    async def run() -> list[Any]:
+        client = aioredis.Redis(port=free_port(), retry=None)
+        batcher = ScriptBatcher(client, "return 1")
+        try:
+            calls = (batcher(["k"], [], timeout=0), batcher(["k"], []))
+            # A guard, not a measure: a batch that never answers fails here, not hangs.
+            return await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 30)
+        finally:
+            await client.aclose()
+
+    timed_out, failed = asyncio.run(run())
+    assert isinstance(timed_out, TimeoutError) and isinstance(failed, ConnectionError)

@@ -63,6 +63,11 @@ def test_sentinels_in_their_own_variable_and_in_the_url_give_the_same_target() -
     )
 
 
+def test_an_ipv6_address_in_brackets_is_a_host_and_a_port() -> None:
+    assert parse_target("redis://[::1]:6390/0").address == Address("::1", 6390)
+    assert parse_target("redis://[fe80::2]/0").address == Address("fe80::2", 6379)
+
+
 def test_tls_options_go_to_the_data_nodes_and_the_sentinels(tmp_path: object) -> None:
     target = parse_target(
         "rediss+sentinel://s1/m?ssl_cert_reqs=none&ssl_check_hostname=false",
@@ -85,6 +90,11 @@ def test_tls_options_go_to_the_data_nodes_and_the_sentinels(tmp_path: object) ->
         ({"redis_url": "unix://h/0", "redis_sentinels": "s:1"}, "REDIS_SENTINELS needs a redis://"),
         ({"redis_sentinels": "s:port"}, "REDIS_SENTINELS: the port of s must be a number"),
         ({"redis_url": "redis+sentinel://s/m", "redis_sentinels": "s:1"}, "set only one"),
+        ({"redis_url": "redis+sentinel:///m"}, "redis+sentinel:// needs at least one sentinel"),
+        ({"redis_url": "unix://"}, "unix:// needs the socket's path"),
+        ({"redis_sentinels": ":26379"}, "REDIS_SENTINELS: expected host:port, got an empty host"),
+        ({"redis_url": "rediss://h/0?ssl_cert_reqs=maybe"}, "ssl_cert_reqs must be one of"),
+        ({"redis_url": "redis://h/0?db=two"}, "REDIS_URL: db must be a number"),
         (
             {"webhook_replica_acks": 1, "webhook_replica_ack_timeout": 2, "webhook_ack_timeout": 2},
             "must be shorter",

@@ -182,6 +182,22 @@ def test_retry_intervals_repeat_the_last_value_up_to_max_retries() -> None:
     assert settings.retry_intervals == [1, 5, 5, 5]
 
 
+@pytest.mark.parametrize(
+    ("intervals", "message"),
+    [
+        ("", "WEBHOOK_RETRY_INTERVALS: needs at least one value"),
+        (" , ", "WEBHOOK_RETRY_INTERVALS: needs at least one value"),
+        ("5,-1", "WEBHOOK_RETRY_INTERVALS: must be seconds >= 0"),
+    ],
+)
+def test_retry_intervals_that_are_empty_or_negative_stop_startup(
+    intervals: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load(webhook_signing_secret=S, webhook_retry_intervals=intervals)
+    assert message in str(refused.value)
+
+
 def test_retry_intervals_are_cut_to_max_retries() -> None:
     settings = load(
         webhook_signing_secret=S, webhook_retry_intervals="1,5,9", webhook_max_retries=2
