@@ -99,8 +99,8 @@ def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
     `maintain_heartbeats` does for one: those whose handler returned too, or another
     worker's recovery would settle them while their batch runs."""
     for entry in batch.entries:
-        if entry.execution is not None:
-            entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
+        assert entry.execution is not None  # begun before its first heartbeat
+        entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
 
 
 def settle_successes(
@@ -206,8 +206,8 @@ def put_back(pipe: Pipeline, worker: RQWorker, batch: Batch, entries: Sequence[E
     """Jobs whose handler never started go back to the head of the queue, in their order."""
     for entry in reversed(entries):
         job = entry.job
-        if entry.execution is not None:
-            cleanup_execution(_as_rqs(worker), job, pipe, entry.execution)
+        assert entry.execution is not None  # only a begun job is settled
+        cleanup_execution(_as_rqs(worker), job, pipe, entry.execution)
         job.set_status(JobStatus.QUEUED, pipeline=pipe)
         pipe.lpush(batch.queue.key, job.id)
 
