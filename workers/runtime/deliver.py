@@ -162,7 +162,6 @@ def _ran(job: Job | None, meta: JobMeta | None, status: EventStatus) -> str:
     return str(status)
 
 
-def _context(job: Job, meta: JobMeta) -> JobContext | None:
-    if not meta.prefix:
-        return None
+def _context(job: Job, meta: JobMeta) -> JobContext:
+    # Every event's meta names its prefix (`JobMeta.from_meta` requires one).
     return JobContext(job.connection, Keys(meta.prefix, job.origin), meta.ledger_ttl, job.id)
