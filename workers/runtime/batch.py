@@ -113,7 +113,7 @@ def settle_successes(
     if not entries:
         return
     queue, finished, started = batch.queue, batch.finished, batch.started
-    members: dict[str, float | str] = {}
+    members: dict[str, float] = {}
     executions: list[Execution] = []
     total = timedelta()
     for entry in entries:
@@ -146,17 +146,15 @@ def settle_successes(
             execution_started_at=execution.created_at,
             execution_ended_at=entry.ended_at,
         )
-        if result_ttl > 0:
-            pipe.expire(job.key, result_ttl)
-            members[job.id] = current_timestamp() + result_ttl
-        elif result_ttl < 0:
-            members[job.id] = "+inf"
+        # An event's job carries no result_ttl of its own and the worker keeps RQ's default
+        # (500 s): RQ's 0 (keep nothing) and -1 (keep forever) cannot come here.
+        pipe.expire(job.key, result_ttl)
+        members[job.id] = current_timestamp() + result_ttl
         pipe.zrem(ExecutionRegistry(job.id, connection=queue.connection).key, execution.id)
         executions.append(execution)
         worker.executions.pop(execution.id, None)
         total += entry.ended_at - entry.started_at
-    if members:
-        pipe.zadd(finished.key, members)
+    pipe.zadd(finished.key, members)
     pipe.zrem(started.key, *[e.composite_key for e in executions])
     pipe.delete(*[e.key for e in executions])
     pipe.srem(executions[0].worker_executions_key, *[e.composite_key for e in executions])
