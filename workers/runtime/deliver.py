@@ -85,7 +85,7 @@ def deliver(*args: Any) -> str:
     def turn_ended(run: HandlerRun) -> None:
         runs.append(run)
         states[run.name] = run.state
-        error = cut_error(error_line(run.error)) if run.error is not None else ""
+        error = cut_error(error_line(run.error))  # "" for a handler that returned
         turns.append([run.name, run.state.value, error])
         if run.state.succeeded and len(runs) < len(plan.todo) and job and meta:
             _keep(job, meta, states, turns, save=True)
