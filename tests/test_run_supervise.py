@@ -11,9 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from redis import Redis
 from rq.exceptions import StopRequested
 
 from app.settings import ConfigError, Settings
+from tests.processes import RedisProxy
 from workers import handler
 from workers.dev.redis_server import RedisServer, free_port
 from workers.runtime import run
@@ -134,3 +136,67 @@ def test_no_handler_module_at_all_is_warned_about(
     assert [r.getMessage() for r in said(caplog)] == [
         "WEBHOOK_HANDLERS is empty: every event will be settled as ignored"
     ]
+
+
+def test_redis_failing_as_the_worker_registers_is_reported_and_the_worker_rebuilt(
+    make_settings: Callable[..., Settings],
+    redis_server: RedisServer,
+    redis: Redis,
+    make_proxy: Callable[[int], RedisProxy],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proxy = make_proxy(redis_server.port)
+    settings = make_settings(redis_url=proxy.url, webhook_worker_mode="simple")
+    proxy.drop_requests_with = b"birth"  # the worker's registration (RQ's `register_birth`)
+    probes: list[float] = []
+
+    def probe_sleep(seconds: float) -> None:
+        probes.append(seconds)
+        proxy.drop_requests_with = None  # Redis answers again
+
+    monkeypatch.setattr(run, "time", SimpleNamespace(sleep=probe_sleep, monotonic=time.monotonic))
+    caplog.set_level(logging.INFO, logger="webhooks")
+
+    run.supervise(settings, burst=True, spans=NO_SPANS)
+
+    messages = [r.getMessage() for r in said(caplog)]
+    assert len([m for m in messages if m.startswith("redis unavailable")]) == 1
+    assert messages.count("redis reachable again") == 1
+    assert probes == [run.PROBE_EVERY]
+
+
+# RQ's command listener (redis-py's pub/sub thread) may read its cut connection as it is
+# stopped: its exception is the thread's, not the supervisor's.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_stop_while_redis_is_away_ends_the_supervisor_without_waiting_for_redis(
+    make_settings: Callable[..., Settings],
+    redis_server: RedisServer,
+    redis: Redis,
+    make_proxy: Callable[[int], RedisProxy],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proxy = make_proxy(redis_server.port)
+    settings = make_settings(redis_url=proxy.url, webhook_worker_mode="simple")
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) > 3:  # it waits for Redis: end the test, not the wait
+            raise SystemExit("waited for Redis after a stop")
+
+    monkeypatch.setattr(run, "time", SimpleNamespace(sleep=sleep, monotonic=time.monotonic))
+
+    def dequeue(self: WebhookWorker, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        self.stop_signalled = True  # SIGTERM...
+        proxy.drop_requests_with = b"*"  # ...while Redis is away: every command cut
+        raise StopRequested
+
+    monkeypatch.setattr(WebhookWorker, "dequeue_job_and_maintain_ttl", dequeue)
+
+    run.supervise(settings, burst=False, spans=NO_SPANS)
+
+    # RQ's teardown failed to write to Redis; the supervisor left at once.
+    assert sleeps == []
+    assert not [r for r in said(caplog) if r.getMessage().startswith("redis unavailable")]
