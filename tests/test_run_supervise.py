@@ -188,7 +188,10 @@ def test_a_stop_while_redis_is_away_ends_the_supervisor_without_waiting_for_redi
 
     monkeypatch.setattr(run, "time", SimpleNamespace(sleep=sleep, monotonic=time.monotonic))
 
+    built: list[WebhookWorker] = []
+
     def dequeue(self: WebhookWorker, timeout: int | None, max_idle_time: int | None = None) -> Any:
+        built.append(self)
         self.stop_signalled = True  # SIGTERM...
         proxy.drop_requests_with = b"*"  # ...while Redis is away: every command cut
         raise StopRequested
@@ -196,6 +199,7 @@ def test_a_stop_while_redis_is_away_ends_the_supervisor_without_waiting_for_redi
     monkeypatch.setattr(WebhookWorker, "dequeue_job_and_maintain_ttl", dequeue)
 
     run.supervise(settings, burst=False, spans=NO_SPANS)
+    built[0].pubsub_thread.join(10)  # its end is this test's, not a later one's
 
     # RQ's teardown failed to write to Redis; the supervisor left at once.
     assert sleeps == []
