@@ -190,7 +190,7 @@ def test_a_begin_cut_partway_leaves_every_job_for_recovery(
 
 
 @pytest.mark.parametrize("mode", ["fork", "simple"])
-@pytest.mark.parametrize("poison", ["foreign", "meta", "hash"])
+@pytest.mark.parametrize("poison", ["foreign", "meta", "hash", "data"])
 def test_a_job_that_is_not_an_events_is_failed_and_the_jobs_behind_it_run(
     make_harness: Callable[..., Harness],
     redis: Redis,
@@ -212,7 +212,8 @@ def test_a_job_that_is_not_an_events_is_failed_and_the_jobs_behind_it_run(
     else:
         bad = job_id_for("inbound", "p0")
         damaged = pickle.dumps({"x": 1}) if poison == "meta" else b"\x80not a pickle"
-        redis.hset(f"rq:job:{bad}", "meta", damaged)
+        # "data": the call (function and arguments) damaged, the meta intact.
+        redis.hset(f"rq:job:{bad}", "data" if poison == "data" else "meta", damaged)
     drain(harness.settings, redis)
 
     assert bad in FailedJobRegistry(queue=queue)

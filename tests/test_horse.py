@@ -96,3 +96,50 @@ def test_a_scheduler_started_after_the_child_does_not_keep_the_worker_from_stopp
     stopped.join(30)
     assert not hung, "the child never saw its task pipe close"
     assert not Path(f"/proc/{child}").exists()
+
+
+def test_a_report_larger_than_one_read_arrives_whole(redis: Redis) -> None:
+    """A report (or a batch of job hashes) bigger than the pipe's buffer is read in parts;
+    the reader hands it over once whole, in either of its two ways of reading."""
+    import threading
+
+    from workers.runtime.horse import Reader, send
+
+    big = {"payload": "x" * 200_000}
+    for whole in ("read", "read_one"):
+        read_fd, write_fd = os.pipe()
+        writer = threading.Thread(target=lambda w=write_fd: (send(w, big), os.close(w)))
+        writer.start()
+        reader = Reader(read_fd)
+        found: list[object] = []
+        if whole == "read":
+            while (part := reader.read()) is not None:
+                found += part
+        else:
+            found.append(reader.read_one())
+        writer.join()
+        os.close(read_fd)
+        assert found == [big], whole
+
+
+def test_a_handler_that_exits_takes_down_only_the_child(
+    make_harness: Callable[..., Harness], redis: Redis, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    harness = make_harness()
+
+    @handler("inbound", "order.created")
+    def exits(event: Event) -> None:
+        sys.exit(3)  # SystemExit is no handler failure: `perform` does not catch it
+
+    harness.event("x0")
+    batch = take(redis, Queue("webhooks", connection=redis), 10, None)
+    assert batch is not None
+    horse = Horse(redis, harness.settings, StopAfterCurrent())
+    reports: list[Started | Ended] = []
+    hashes = [(e.job.id, e.fields) for e in batch.entries]
+    status = horse.run(hashes, reports.append, lambda: None, 5, lambda: None)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1
+    assert [type(r) for r in reports] == [Started] and horse.pid == 0
+    assert "the batch child failed" in capfd.readouterr().err

@@ -189,3 +189,26 @@ def test_a_report_that_fails_fails_no_delivery(caplog: pytest.LogCaptureFixture)
     runs = [turn("a.first", HandlerState.FAILED, RuntimeError("down"))]
     reporter.attempt_failed(delivery({"id": "evt_1"}), runs, dead=True)
     assert "a handler error could not be reported to Sentry" in caplog.text
+
+
+def test_a_logged_message_and_its_arguments_are_blanked() -> None:
+    """Sentry's logging integration sends a handler's `logger.error("... %s", value)` as a
+    `logentry`: its template, its arguments and the message they make."""
+    event = delivery({"email": "ann@example.org"})
+    logentry = {
+        "message": "no account for %s (%d tries)",
+        "params": ["ann@example.org", 3],
+        "formatted": "no account for ann@example.org (3 tries)",
+    }
+    sent = Scrub.of(SECRETS, event, False).apply({"logentry": logentry, "level": "error"})
+    assert sent["logentry"] == {
+        "message": "no account for %s (%d tries)",
+        "params": ["[payload]", 3],
+        "formatted": "no account for [payload] (3 tries)",
+    }
+
+
+def test_a_body_too_short_to_tell_from_ordinary_text_is_left() -> None:
+    event = delivery({})  # the body is `{}`
+    sent = Scrub.of(SECRETS, event, False).apply(sentry_event("expected a field in {}"))
+    assert value(sent) == "expected a field in {}"

@@ -99,8 +99,8 @@ def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
     `maintain_heartbeats` does for one: those whose handler returned too, or another
     worker's recovery would settle them while their batch runs."""
     for entry in batch.entries:
-        if entry.execution is not None:
-            entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
+        assert entry.execution is not None  # begun before its first heartbeat
+        entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
 
 
 def settle_successes(
@@ -113,7 +113,7 @@ def settle_successes(
     if not entries:
         return
     queue, finished, started = batch.queue, batch.finished, batch.started
-    members: dict[str, float | str] = {}
+    members: dict[str, float] = {}
     executions: list[Execution] = []
     total = timedelta()
     for entry in entries:
@@ -146,17 +146,15 @@ def settle_successes(
             execution_started_at=execution.created_at,
             execution_ended_at=entry.ended_at,
         )
-        if result_ttl > 0:
-            pipe.expire(job.key, result_ttl)
-            members[job.id] = current_timestamp() + result_ttl
-        elif result_ttl < 0:
-            members[job.id] = "+inf"
+        # An event's job carries no result_ttl of its own and the worker keeps RQ's default
+        # (500 s): RQ's 0 (keep nothing) and -1 (keep forever) cannot come here.
+        pipe.expire(job.key, result_ttl)
+        members[job.id] = current_timestamp() + result_ttl
         pipe.zrem(ExecutionRegistry(job.id, connection=queue.connection).key, execution.id)
         executions.append(execution)
         worker.executions.pop(execution.id, None)
         total += entry.ended_at - entry.started_at
-    if members:
-        pipe.zadd(finished.key, members)
+    pipe.zadd(finished.key, members)
     pipe.zrem(started.key, *[e.composite_key for e in executions])
     pipe.delete(*[e.key for e in executions])
     pipe.srem(executions[0].worker_executions_key, *[e.composite_key for e in executions])
@@ -206,8 +204,8 @@ def put_back(pipe: Pipeline, worker: RQWorker, batch: Batch, entries: Sequence[E
     """Jobs whose handler never started go back to the head of the queue, in their order."""
     for entry in reversed(entries):
         job = entry.job
-        if entry.execution is not None:
-            cleanup_execution(_as_rqs(worker), job, pipe, entry.execution)
+        assert entry.execution is not None  # only a begun job is settled
+        cleanup_execution(_as_rqs(worker), job, pipe, entry.execution)
         job.set_status(JobStatus.QUEUED, pipeline=pipe)
         pipe.lpush(batch.queue.key, job.id)
 

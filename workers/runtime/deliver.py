@@ -85,7 +85,7 @@ def deliver(*args: Any) -> str:
     def turn_ended(run: HandlerRun) -> None:
         runs.append(run)
         states[run.name] = run.state
-        error = cut_error(error_line(run.error)) if run.error is not None else ""
+        error = cut_error(error_line(run.error))  # "" for a handler that returned
         turns.append([run.name, run.state.value, error])
         if run.state.succeeded and len(runs) < len(plan.todo) and job and meta:
             _keep(job, meta, states, turns, save=True)
@@ -162,7 +162,6 @@ def _ran(job: Job | None, meta: JobMeta | None, status: EventStatus) -> str:
     return str(status)
 
 
-def _context(job: Job, meta: JobMeta) -> JobContext | None:
-    if not meta.prefix:
-        return None
+def _context(job: Job, meta: JobMeta) -> JobContext:
+    # Every event's meta names its prefix (`JobMeta.from_meta` requires one).
     return JobContext(job.connection, Keys(meta.prefix, job.origin), meta.ledger_ttl, job.id)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 from rq.registry import clean_registries
@@ -29,6 +30,8 @@ MAINTENANCE_LOCK_SECONDS = 60
 class MaintainedWorker(BaseWorker):
     settings: Settings
     scheduler_name: str | None
+    # The worker's own file descriptors a process it forks must close (`worker.py`'s).
+    inherited_fds: Callable[[], tuple[int, ...]]
 
     def clean_registries(self) -> None:
         """RQ's maintenance, with what dead workers held taken back first (`recovery.py`)."""
@@ -49,13 +52,9 @@ class MaintainedWorker(BaseWorker):
         early = self.maintenance_interval - due if due is not None else 0
         self.last_cleaned_at = now() - timedelta(seconds=max(early, 0))  # type: ignore[assignment]
 
-    def inherited_fds(self) -> tuple[int, ...]:
-        """The worker's own file descriptors a process it forks must close (none here)."""
-        return ()
-
     def until_maintenance(self) -> float:
-        if self.last_cleaned_at is None:
-            return 0.0
+        # Asked only once the worker waits for work, after its first maintenance.
+        assert self.last_cleaned_at is not None
         elapsed = (now() - self.last_cleaned_at).total_seconds()
         return max(self.maintenance_interval - elapsed, 0.0)
 

@@ -28,7 +28,6 @@ from app.jobstate import JobMeta
 from app.otel_setup import SCOPE, link, parent, traceparent_of
 from app.turns import cut_error
 from workers.registry import HandlerRun
-from workers.runtime.retries import retry_delay
 
 if TYPE_CHECKING:  # `spans` imports this module, when tracing is on
     from workers.runtime.spans import AttemptSpan, BatchSpan
@@ -60,9 +59,8 @@ class OtelAttempt:
             outcome = str(job.meta.get("state") or meta.state)
         elif job.retries_left and job.retries_left > 0:
             outcome = "retry"
-            delay = retry_delay(job)
-            if delay is not None:
-                self.span.set_attribute("webhook.retry_in_s", delay)
+            # A retry left: RQ's interval for it (`retry_delay`, which is None only without one).
+            self.span.set_attribute("webhook.retry_in_s", int(job.get_retry_interval()))
         else:
             outcome = "dead_letter"
         self.span.set_attribute("webhook.outcome", outcome)
@@ -159,6 +157,5 @@ class OtelSpans:
 
 
 def _seconds(now: datetime, then: datetime) -> float:
-    if then.tzinfo is None:
-        then = then.replace(tzinfo=UTC)
+    # A job's dates are read with their time zone (`take.read_job`, RQ's `utcparse`).
     return round((now - then).total_seconds(), 3)

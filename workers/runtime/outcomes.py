@@ -87,9 +87,8 @@ def record(
     outcome: Outcome | None = None,
     **fields: Any,
 ) -> None:
-    """Queue the ledger update and the counter increment of one outcome."""
-    if not meta.prefix:
-        return  # a job enqueued by something else than the receiver
+    """Queue the ledger update and the counter increment of one outcome. Only an event's
+    job comes here: its meta names its prefix (`JobMeta.from_meta` requires one)."""
     keys = Keys(meta.prefix, job.origin)
     values: dict[str, Any] = {"status": str(status), "attempts": meta.attempts, **fields}
     if status.settled:

@@ -86,6 +86,8 @@ class Scrub:
             return self.blank_payload(value)
         if isinstance(value, dict):
             return {k: self._in_messages(v) for k, v in value.items()}
+        if isinstance(value, list):  # a log record's arguments: `logentry.params`
+            return [self._in_messages(v) for v in value]
         return value
 
     def _secrets(self, value: Any) -> Any:

@@ -74,9 +74,9 @@ class JobState:
 
 def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
     """Settle the batch's jobs that nobody else has; returns those it settled."""
-    entries = [e for e in batch.entries if e.execution is not None]
-    if not entries:
-        return []
+    # Every entry has begun (the worker settles only a batch it began; recovery, executions
+    # from the started registry), and neither settles an empty batch.
+    entries = batch.entries
     states = [JobState.of(e.job) for e in entries]
     for _ in range(ATTEMPTS):
         with worker.connection.pipeline() as pipe:
@@ -149,12 +149,12 @@ def queue_settlement(
             continue
         logged.append(settle_failure(pipe, worker, batch, entry, meta, raw))
     batches.settle_successes(pipe, worker, batch, successes)
+    # Every event's meta names its prefix (WEBHOOK_KEY_PREFIX, never empty): a meta without
+    # one is an UnreadableJob, failed above.
     for (prefix, origin, source, outcome), count in counts.items():
-        if prefix:
-            pipe.hincrby(Keys(prefix, origin).stats(source), str(outcome), count)
+        pipe.hincrby(Keys(prefix, origin).stats(source), str(outcome), count)
     for (prefix, origin, source, kind, outcome), count in by_type.items():
-        if prefix:
-            count_by_type(pipe, Keys(prefix, origin), source, kind, outcome, count)
+        count_by_type(pipe, Keys(prefix, origin), source, kind, outcome, count)
     batches.put_back(pipe, worker, batch, [e for e in held if e.fate is Fate.NOT_STARTED])
     return logged
 

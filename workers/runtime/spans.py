@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.settings import Settings
 from app.tracing import start_sdk
@@ -105,7 +105,3 @@ def worker_spans(settings: Settings) -> WorkerSpans:
     from workers.runtime.otel_spans import OtelSpans
 
     return OtelSpans(provider)
-
-
-def is_on(spans: Any) -> bool:
-    return spans is not NO_SPANS

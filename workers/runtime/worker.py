@@ -89,7 +89,6 @@ class WebhookWorker(MaintainedWorker):
         listening = "Listening on " + ",".join(self.queue_names())
         self.procline(listening)  # type: ignore[no-untyped-call]
         queue = self.queues[0]
-        idle_since = now()
         while True:
             self.heartbeat()
             if self.should_run_maintenance_tasks:
@@ -105,12 +104,9 @@ class WebhookWorker(MaintainedWorker):
                 if timeout is None:
                     return None  # burst: the queue is empty
                 # Wake for a maintenance that recovery asked to come early.
+                # `max_idle_time` (RQ's --max-idle-time) is not honoured: `run.py` never
+                # passes one, and RQ's own command cannot build this worker (it needs settings).
                 block = max(1, min(timeout, int(self.until_maintenance()) + 1))
-                if max_idle_time is not None:
-                    left = max_idle_time - (now() - idle_since).total_seconds()
-                    if left <= 0:
-                        return None
-                    block = max(1, min(timeout, int(left)))
                 took = time.time_ns()
                 found = take(self.connection, queue, size, block)
             if found is not None:

@@ -1,0 +1,112 @@
+"""Settling a batch (`workers/runtime/settlement.py`) when someone else writes its jobs at the
+same time: another worker's recovery, or anything rewriting job hashes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from redis import Redis
+from rq.job import Job, JobStatus
+
+from app.keys import job_id_for
+from tests.conftest import Harness
+from workers import Event, handler
+from workers.runtime import settlement
+from workers.runtime.batch import Batch
+from workers.runtime.run import build_worker
+from workers.runtime.settlement import settle_batch
+from workers.runtime.take import take
+from workers.runtime.worker import WebhookWorker
+
+JOB_ID = job_id_for("inbound", "w0")
+
+
+def broken(event: Event) -> None:
+    raise RuntimeError("no")
+
+
+@pytest.fixture
+def ran(make_harness: Callable[..., Harness], redis: Redis) -> tuple[WebhookWorker, Batch]:
+    """A batch of one event whose handler failed (two retries granted), run in the worker's
+    process and not settled yet; and its worker."""
+    harness = make_harness(webhook_worker_mode="simple", webhook_max_retries=2)
+    handler("inbound", "order.created")(broken)
+    harness.event("w0")
+    worker = build_worker(harness.settings, redis)
+    queue = worker.queues[0]
+    batch = take(redis, queue, 10, None)
+    assert batch is not None
+    worker._batch = batch
+    worker.execute_job(batch.entries[0].job, queue)
+    assert worker._unsettled is batch
+    return worker, batch
+
+
+def rewrite_jobs_while_settling(
+    monkeypatch: pytest.MonkeyPatch, redis: Redis, times: int
+) -> list[int]:
+    """Another client writes the job's hash between the settlement's WATCH and its EXEC, the
+    first `times` times; returns the list the attempts are counted in."""
+    attempts: list[int] = []
+    real = settlement.still_held
+
+    def still_held(*args: Any) -> Any:
+        attempts.append(len(attempts))
+        if len(attempts) <= times:
+            redis.hset(Job.key_for(JOB_ID), "touched", len(attempts))
+        return real(*args)
+
+    monkeypatch.setattr(settlement, "still_held", still_held)
+    return attempts
+
+
+def test_a_settlement_that_meets_a_concurrent_write_settles_once_on_its_next_try(
+    ran: tuple[WebhookWorker, Batch], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker, batch = ran
+    attempts = rewrite_jobs_while_settling(monkeypatch, redis, times=1)
+
+    assert settle_batch(worker, batch) == batch.entries
+    assert len(attempts) == 2
+    job = Job.fetch(JOB_ID, connection=redis)
+    # One retry used of two, not one per try: the first try's changes were put back.
+    assert job.get_status() == JobStatus.QUEUED
+    assert job.retries_left == 1
+    assert redis.hget("webhook:stats:inbound", "retried") == b"1"
+
+
+def test_a_settlement_whose_jobs_keep_changing_gives_up_and_leaves_them_for_recovery(
+    ran: tuple[WebhookWorker, Batch], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker, batch = ran
+    attempts = rewrite_jobs_while_settling(monkeypatch, redis, times=settlement.ATTEMPTS)
+
+    with pytest.raises(RuntimeError, match="settling a batch of 1: its jobs kept changing"):
+        settle_batch(worker, batch)
+    assert len(attempts) == settlement.ATTEMPTS
+    # Nothing was written: the job is still running, in the started registry, where a
+    # sweep finds it once the worker's heartbeats stop.
+    job = Job.fetch(JOB_ID, connection=redis)
+    assert job.get_status() == JobStatus.STARTED and job.retries_left == 2
+    assert batch.entries[0].execution.composite_key.encode() in redis.zrange(  # type: ignore[union-attr]
+        batch.started.key, 0, -1
+    )
+    assert redis.hget("webhook:stats:inbound", "retried") is None
+
+
+def test_a_job_another_worker_settled_first_is_not_settled_again(
+    ran: tuple[WebhookWorker, Batch], redis: Redis, capfd: pytest.CaptureFixture[str]
+) -> None:
+    worker, batch = ran
+    execution = batch.entries[0].execution
+    assert execution is not None
+    # What any settlement does first: the execution leaves the started registry.
+    redis.zrem(batch.started.key, execution.composite_key)
+
+    assert settle_batch(worker, batch) == []
+    assert execution.id not in worker.executions
+    assert Job.fetch(JOB_ID, connection=redis).get_status() == JobStatus.STARTED
+    assert redis.hget("webhook:stats:inbound", "retried") is None
+    assert "job settled by another worker; not settled again" in capfd.readouterr().err
