@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import app
 from app.settings import ConfigError, Settings
 from app.tracing import NO_TRACING, receiver_tracing, tracing_wanted
 from tests.conftest import SECRET
@@ -113,6 +114,9 @@ def test_an_exporter_we_cannot_export_to_is_a_configuration_error() -> None:
 def test_tracing_asked_for_without_the_extra_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # As if the extra were missing, whatever this process imported before: `from app import
+    # otel_setup` finds the package's attribute first, then sys.modules.
+    monkeypatch.delattr(app, "otel_setup", raising=False)
     monkeypatch.setitem(sys.modules, "app.otel_setup", None)
     with pytest.raises(ConfigError, match=r"pip install 'webhook-receiver\[otel\]'"):
         receiver_tracing({"OTEL_TRACES_EXPORTER": "otlp"})

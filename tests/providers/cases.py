@@ -539,6 +539,8 @@ CASES = [
             # A part whose length no base64 has, and one that is not ASCII.
             {"Plaid-Verification": "e30AB.e30.e30"},
             {"Plaid-Verification": "e30.\xe930.e30"},
+            # A header that is base64 but not JSON ("not json").
+            {"Plaid-Verification": "bm90IGpzb24.e30.e30"},
         ),
     ),
 ]
