@@ -22,7 +22,7 @@ import coverage
 
 # Set a little under the figure docs/internals.md states (a killed process's lines are lost
 # with it, so the total moves by a few tenths between runs).
-FLOOR = 94.0
+FLOOR = 96.0
 # Files under this are listed by name after the total.
 BAR = 85.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -219,6 +219,8 @@ class Cluster:
         primary = self.client(current)
         others = [n for n in self.nodes if n is not current and n.process is not None]
 
+        last: list[str] = [""]  # what the last look saw, for a timeout's message
+
         def synced() -> bool:
             info = primary.info("replication")
             offset = info["master_repl_offset"]
@@ -230,14 +232,25 @@ class Cluster:
                 r.get("master_link_status") == "up" and r["slave_repl_offset"] >= offset
                 for r in replicas
             )
-            if not (linked and all(self._aof_settled(n) for n in others)):
+            settled = [self._aof_settled(n) for n in others]
+            last[0] = (
+                f"primary offset {offset}, its replicas {seen}; replicas' links and offsets "
+                f"{[(r.get('master_link_status'), r.get('slave_repl_offset')) for r in replicas]}"
+                f"; AOF settled {settled}"
+            )
+            if not (linked and all(settled)):
                 return False
             # And acknowledging a write: after a diskless sync the primary streams to a
             # replica only from its first acknowledgement, up to a second later.
             primary.incr("harness:synced")
-            return int(primary.execute_command("WAIT", len(others), 100)) >= len(others)
+            acked = int(primary.execute_command("WAIT", len(others), 100))
+            last[0] += f"; WAIT acknowledged by {acked}"
+            return acked >= len(others)
 
-        wait_for(synced, timeout, "the replicas to catch up")
+        try:
+            wait_for(synced, timeout, "the replicas to catch up")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {last[0]}") from None
 
     def _aof_settled(self, node: RedisServer) -> bool:
         info = self.client(node).info("persistence")
