@@ -56,7 +56,7 @@ COVERAGE_DATA := $(CURDIR)/var/coverage
 
 test: install-test lint typecheck
 	@rm -rf $(COVERAGE_DATA) && mkdir -p $(COVERAGE_DATA)
-	COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage run -m pytest -n 3 --dist loadgroup
+	COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage run -m pytest -n 4 --dist loadgroup
 	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage combine -q
 	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(PY) tests/coverage_summary.py
 

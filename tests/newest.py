@@ -7,7 +7,7 @@ that pins it). The day a new release ships, this says whether the pins can be wi
 1. a throwaway venv gets this checkout with its test extras (the pinned versions), then the
    newest release the index serves of each pinned library, whatever the pins say;
 2. the pinning tests (every test file docs/internals.md names) and the end-to-end tests
-   (marker `e2e`) run there, three at a time as `make test` runs them;
+   (marker `e2e`) run there, as `make test` runs them (pytest-xdist);
 3. a table says, per library, the range pyproject.toml allows, the newest release, and what
    to do: nothing (the newest is allowed), widen the pin (the newest is outside it and the
    tests pass), or keep it (they fail: the internals moved; read the failures).

@@ -1,6 +1,6 @@
-"""The suite's own scheduling: `make test` runs `pytest -n 3 --dist loadgroup`, and the tests
+"""The suite's own scheduling: `make test` runs `pytest -n 4 --dist loadgroup`, and the tests
 marked `xdist_group` must share one worker (the `make run` tests hold a machine-wide lock on
-ports 8000-8002: spread over three workers, two of them sit waiting on it, minutes each).
+ports 8000-8002: spread over the workers, they sit waiting on it, minutes each).
 
 pytest-xdist names a group by appending `@group` to each test's `_nodeid`; pytest 9.2 keeps
 node ids elsewhere, so on pytest 9.2 with pytest-xdist 3.8 the groups silently vanish (every

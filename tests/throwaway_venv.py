@@ -102,7 +102,7 @@ class Venv:
             check=False,
         )
         e2e_files = {line.split("::")[0] for line in e2e.stdout.splitlines() if "::" in line}
-        command = [str(self.python), "-m", "pytest", "-n", "3", "--dist", "loadgroup", "-q"]
+        command = [str(self.python), "-m", "pytest", "-n", "4", "--dist", "loadgroup", "-q"]
         command += [*tests, *pytest_args.split()]
         command += sorted(f for f in e2e_files if f not in tests and not runs_make(ROOT / f))
         return subprocess.run(command, cwd=ROOT, check=False).returncode == 0
