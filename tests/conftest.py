@@ -7,6 +7,7 @@ import hmac
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,6 +19,9 @@ import pytest
 from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
 from redis import Redis
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry
 
 from app.keys import job_id_for
 from app.main import create_app
@@ -299,3 +303,42 @@ def stand_in() -> Iterator[subprocess.Popen[bytes]]:
     yield process
     process.kill()
     process.wait()
+
+
+@pytest.fixture
+def signals_kept() -> Iterator[None]:
+    """For a test that runs RQ's loop, the supervisor or the scheduler in its own process:
+    they set SIGTERM's and SIGINT's handlers; put them back."""
+    kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for signum, previous in kept.items():
+        signal.signal(signum, previous)
+
+
+def make_due(redis: Redis, job_id: str, queue_name: str = "webhooks") -> None:
+    """Turns a queued job into a retry whose time has come: off the queue, scheduled long
+    ago, for a scheduler to put back."""
+    queue = Queue(queue_name, connection=redis)
+    redis.lrem(queue.key, 0, job_id)
+    Job.fetch(job_id, connection=redis).set_status(JobStatus.SCHEDULED)
+    redis.zadd(ScheduledJobRegistry(queue=queue).key, {job_id: 1})
+
+
+@pytest.fixture
+def limited_url(make_redis: Callable[..., RedisServer]) -> Callable[..., str]:
+    """A Redis URL of an ACL user denied the given commands, on a Redis of the test's own."""
+
+    def make(*denied: str) -> str:
+        server = make_redis()
+        with Redis(port=server.port) as admin:
+            admin.acl_setuser(
+                "limited",
+                enabled=True,
+                passwords=["+limited-pass"],
+                keys=["*"],
+                channels=["*"],
+                commands=["+@all", *(f"-{name}" for name in denied)],
+            )
+        return f"redis://limited:limited-pass@127.0.0.1:{server.port}/0"
+
+    return make

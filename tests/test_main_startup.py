@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from redis import Redis
 
 from app.main import Application, create_app
 from app.settings import ConfigError, Settings
@@ -21,19 +20,9 @@ from workers.dev.redis_server import RedisServer
 
 
 @pytest.fixture
-def wait_denied(make_redis: Callable[..., RedisServer]) -> str:
+def wait_denied(limited_url: Callable[..., str]) -> str:
     """The URL of a Redis user denied WAIT: a receiver with WEBHOOK_REPLICA_ACKS refuses it."""
-    server = make_redis()
-    with Redis(port=server.port) as admin:
-        admin.acl_setuser(
-            "nowait",
-            enabled=True,
-            passwords=["+nowait-pass"],
-            keys=["*"],
-            channels=["*"],
-            commands=["+@all", "-wait"],
-        )
-    return f"redis://nowait:nowait-pass@127.0.0.1:{server.port}/0"
+    return limited_url("wait")
 
 
 async def start(app: Any) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 
 from app.keys import job_id_for
-from tests.conftest import Harness
+from tests.conftest import Harness, make_due
 from workers.runtime.run import build_worker
 
 
@@ -22,11 +22,8 @@ def test_a_burst_run_enqueues_the_due_retries_and_releases_the_schedulers_lock(
     harness.event("due")
     job_id = job_id_for("inbound", "due")
     queue = Queue("webhooks", connection=redis)
-    # A retry whose time has come: off the queue, scheduled a while ago.
-    redis.lrem(queue.key, 0, job_id)
-    Job.fetch(job_id, connection=redis).set_status(JobStatus.SCHEDULED)
+    make_due(redis, job_id)
     registry = ScheduledJobRegistry(queue=queue)
-    redis.zadd(registry.key, {job_id: 1})
     worker = build_worker(harness.settings, redis)
 
     worker._start_scheduler(burst=True)  # what RQ's `work(burst=True, with_scheduler=True)` calls

@@ -15,27 +15,7 @@ from app.connection import async_client
 from app.durability import check_replication
 from app.replication import ReplicaAcks, check_support_sync, refusal
 from app.settings import ConfigError, Settings
-from workers.dev.redis_server import RedisServer, free_port
-
-
-@pytest.fixture
-def limited_url(make_redis: Callable[..., RedisServer]) -> Callable[..., str]:
-    """A Redis URL of an ACL user denied the given commands, on a Redis of the test's own."""
-
-    def make(*denied: str) -> str:
-        server = make_redis()
-        with Redis(port=server.port) as admin:
-            admin.acl_setuser(
-                "limited",
-                enabled=True,
-                passwords=["+limited-pass"],
-                keys=["*"],
-                channels=["*"],
-                commands=["+@all", *(f"-{name}" for name in denied)],
-            )
-        return f"redis://limited:limited-pass@127.0.0.1:{server.port}/0"
-
-    return make
+from workers.dev.redis_server import free_port
 
 
 def replication_checked(settings: Settings) -> None:

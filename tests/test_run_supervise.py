@@ -4,9 +4,8 @@ for, not a crash; a loop that ends by itself is restarted after a growing delay.
 from __future__ import annotations
 
 import logging
-import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,14 +21,7 @@ from workers.runtime import run
 from workers.runtime.spans import NO_SPANS
 from workers.runtime.worker import WebhookWorker
 
-
-@pytest.fixture(autouse=True)
-def _signals_kept() -> Iterator[None]:
-    """The supervisor (and RQ's loop) set SIGTERM's and SIGINT's handlers: put them back."""
-    kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for signum, previous in kept.items():
-        signal.signal(signum, previous)
+pytestmark = pytest.mark.usefixtures("signals_kept")
 
 
 @pytest.fixture

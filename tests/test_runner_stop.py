@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from redis import Redis
@@ -21,14 +21,7 @@ from workers.runtime.runner import Deadline
 from workers.runtime.settlement import settle_batch
 from workers.runtime.take import take
 
-
-@pytest.fixture(autouse=True)
-def _signals_kept() -> Iterator[None]:
-    """RQ's warm stop sets SIGTERM's and SIGINT's handlers: put them back."""
-    kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for signum, previous in kept.items():
-        signal.signal(signum, previous)
+pytestmark = pytest.mark.usefixtures("signals_kept")
 
 
 def test_a_warm_stop_mid_batch_puts_the_unstarted_jobs_back_at_the_head_of_the_queue(

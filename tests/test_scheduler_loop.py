@@ -4,29 +4,19 @@ round: it closes the worker's ends of the batch child's pipes, and enqueues what
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import pytest
 from redis import Redis
 from rq import Queue
-from rq.job import Job, JobStatus
-from rq.registry import ScheduledJobRegistry
 
 from app.keys import job_id_for
-from tests.conftest import Harness
+from tests.conftest import Harness, make_due
 from workers.runtime import scheduler as scheduler_module
 from workers.runtime.scheduler import FollowingScheduler
 
-
-@pytest.fixture(autouse=True)
-def _signals_kept() -> Iterator[None]:
-    """The scheduler installs its SIGTERM and SIGINT handlers: put them back."""
-    kept = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    yield
-    for signum, previous in kept.items():
-        signal.signal(signum, previous)
+pytestmark = pytest.mark.usefixtures("signals_kept")
 
 
 def test_one_round_closes_the_inherited_pipe_and_enqueues_the_due_retry(
@@ -36,9 +26,7 @@ def test_one_round_closes_the_inherited_pipe_and_enqueues_the_due_retry(
     harness.event("due")
     job_id = job_id_for("inbound", "due")
     queue = Queue("webhooks", connection=redis)
-    redis.lrem(queue.key, 0, job_id)
-    Job.fetch(job_id, connection=redis).set_status(JobStatus.SCHEDULED)
-    redis.zadd(ScheduledJobRegistry(queue=queue).key, {job_id: 1})
+    make_due(redis, job_id)
     child_end, workers_end = os.pipe()  # the worker's end of a pipe to its batch child
     os.set_blocking(child_end, False)  # a pipe still held open fails the read, not hangs it
     scheduler = FollowingScheduler(

@@ -121,25 +121,30 @@ class Certificate:
 _certificates: dict[str, Certificate] = {}
 
 
+def sns_certificate_pem(private: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> bytes:
+    """A self-signed certificate for sns.amazonaws.com, valid now, of the given key."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=30))
+        .sign(private, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
 def certificate(seed: str) -> Certificate:
     if seed not in _certificates:
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
-        now = datetime.now(UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(private.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(days=1))
-            .not_valid_after(now + timedelta(days=30))
-            .sign(private, hashes.SHA256())
-        )
         # The path AWS serves certificates at, the only one the receiver fetches.
         name = hashlib.md5(seed.encode()).hexdigest()  # a name, not a digest
         path = f"/SimpleNotificationService-{name}.pem"
-        STATE.certificates[path] = cert.public_bytes(serialization.Encoding.PEM)
+        STATE.certificates[path] = sns_certificate_pem(private)
         _certificates[seed] = Certificate(private, url() + path)
     return _certificates[seed]
 

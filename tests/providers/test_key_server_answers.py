@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from fastapi.testclient import TestClient
 from redis import Redis
 
@@ -32,24 +28,6 @@ def nothing_queued(redis: Redis) -> bool:
     return redis.keys("rq:job:*") == [] and redis.keys("webhook:seen:*") == []
 
 
-def ec_certificate_pem() -> bytes:
-    """A self-signed certificate for sns.amazonaws.com whose key is EC, not RSA."""
-    private = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.amazonaws.com")])
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=30))
-        .sign(private, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
 def test_an_sns_certificate_that_is_not_rsa_is_503_and_nothing_is_queued(
     make_client: ClientFactory, redis: Redis
 ) -> None:
@@ -57,7 +35,10 @@ def test_an_sns_certificate_that_is_not_rsa_is_503_and_nothing_is_queued(
     # The message is signed with the RSA key, but its certificate URL serves an EC one.
     path = "/" + key.material.url.split("/", 3)[3]
     served = fake_keys.STATE.certificates[path]
-    fake_keys.STATE.certificates[path] = ec_certificate_pem()
+    # Its key is EC, not RSA.
+    fake_keys.STATE.certificates[path] = fake_keys.sns_certificate_pem(
+        ec.generate_private_key(ec.SECP256R1())
+    )
     try:
         client = make_client(**BY_NAME["sns"].config(key))
         signed = s.sign_sns(key, "m-ec", int(time.time()))
