@@ -28,6 +28,7 @@ from app.jobstate import JobMeta
 from app.otel_setup import SCOPE, link, parent, traceparent_of
 from app.turns import cut_error
 from workers.registry import HandlerRun
+from workers.runtime.retries import retry_delay
 
 if TYPE_CHECKING:  # `spans` imports this module, when tracing is on
     from workers.runtime.spans import AttemptSpan, BatchSpan
@@ -59,8 +60,9 @@ class OtelAttempt:
             outcome = str(job.meta.get("state") or meta.state)
         elif job.retries_left and job.retries_left > 0:
             outcome = "retry"
-            # A retry left: RQ's interval for it (`retry_delay`, which is None only without one).
-            self.span.set_attribute("webhook.retry_in_s", int(job.get_retry_interval()))
+            delay = retry_delay(job)
+            assert delay is not None  # None only with no retry left
+            self.span.set_attribute("webhook.retry_in_s", delay)
         else:
             outcome = "dead_letter"
         self.span.set_attribute("webhook.outcome", outcome)
