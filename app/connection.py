@@ -16,6 +16,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 from redis import Redis
+from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.backoff import ExponentialBackoff
 from redis.connection import SSLConnection
@@ -52,14 +53,16 @@ PROBE = Timeouts(connect=2.0, read=5.0, retries=0)
 OPERATOR = Timeouts(connect=3.0, read=10.0, retries=1)
 
 
-def _options(timeouts: Timeouts) -> dict[str, Any]:
+def _options(timeouts: Timeouts, retry_class: type[Retry] | type[AsyncRetry]) -> dict[str, Any]:
+    # Each client gets the Retry of its own kind: redis-py >= 8.2 converts a synchronous
+    # Retry given to an asyncio client, and warns at every start that it did.
     options: dict[str, Any] = {
         "socket_connect_timeout": timeouts.connect,
         "socket_timeout": timeouts.read,
         "health_check_interval": timeouts.health_check_interval,
     }
     if timeouts.retries is not None:
-        options["retry"] = Retry(ExponentialBackoff(cap=0.5, base=0.05), timeouts.retries)
+        options["retry"] = retry_class(ExponentialBackoff(cap=0.5, base=0.05), timeouts.retries)
     return options
 
 
@@ -107,15 +110,15 @@ class FollowingSSLConnection(FollowingConnection, SSLConnection):
 
 def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
     target = settings.redis_target
-    options = _options(timeouts)
+    options = _options(timeouts, Retry)
     if not target.sentinels:
         return Redis(**_direct(target), **options)
-    sentinel = Sentinel(  # type: ignore[no-untyped-call]
+    sentinel = Sentinel(
         [(a.host, a.port) for a in target.sentinels],
         sentinel_kwargs=_sentinel_kwargs(target, timeouts),
     )
     connection_class = FollowingSSLConnection if target.tls else FollowingConnection
-    client: Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+    client: Redis = sentinel.master_for(
         target.master,
         redis_class=Redis,
         connection_class=connection_class,
@@ -127,10 +130,10 @@ def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
 
 def async_client(settings: Settings, timeouts: Timeouts = RECEIVER) -> aioredis.Redis:
     target = settings.redis_target
-    options = _options(timeouts)
+    options = _options(timeouts, AsyncRetry)
     if not target.sentinels:
         return aioredis.Redis(**_direct(target), **options)
-    sentinel = AsyncSentinel(  # type: ignore[no-untyped-call]
+    sentinel = AsyncSentinel(
         [(a.host, a.port) for a in target.sentinels],
         sentinel_kwargs=_sentinel_kwargs(target, timeouts),
     )

@@ -122,7 +122,7 @@ def start_sdk(otel: Mapping[str, str], service: str) -> Any | None:
     except ImportError as exc:
         raise ConfigError(
             "OTEL_TRACES_EXPORTER is set, but OpenTelemetry is not installed: "
-            f"pip install 'webhook-receiver[otel]' ({exc.name} is missing)"
+            f"pip install 'rq-webhook-receiver[otel]' ({exc.name} is missing)"
         ) from None
     return otel_setup.provider(service)
 

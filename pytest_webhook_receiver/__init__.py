@@ -1,7 +1,7 @@
-"""webhook-receiver's pytest plugin (entry point `pytest11`: `webhook_receiver`): the fixtures
+"""rq-webhook-receiver's pytest plugin (entry point `pytest11`: `webhook_receiver`): the fixtures
 `webhook_event`, `deliver`, `signed_request` and `receiver` for testing handlers.
 
-Pytest loads this for every run in an environment where webhook-receiver is installed,
+Pytest loads this for every run in an environment where rq-webhook-receiver is installed,
 before the project's conftest files, so it imports nothing of `app` or `workers` here: in
 a project with a top-level `app` package of its own, our `app` would otherwise be the one
 that project's tests import. The fixtures' code (`workers/testing/`) is imported when a
@@ -31,7 +31,7 @@ SETTINGS_MARKER = "webhooks_settings"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("webhook-receiver")
+    group = parser.getgroup("rq-webhook-receiver")
     group.addoption(
         "--webhooks-redis",
         metavar="URL",
@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{SETTINGS_MARKER}(**settings): webhook-receiver settings for this test, over the "
+        f"{SETTINGS_MARKER}(**settings): rq-webhook-receiver settings for this test, over the "
         "environment and .env: WEBHOOK_SOURCES='shop:shopify' or webhook_max_retries=0",
     )
 
@@ -87,8 +87,8 @@ def _extra_missing(used: set[str], real_redis: bool) -> str | None:
     if all(importlib.util.find_spec(name) is not None for name in ("fakeredis", "lupa")):
         return None
     return (
-        f"webhook-receiver's fixture(s) {', '.join(needs)} need fakeredis with Lua, which "
-        "is not installed: pip install 'webhook-receiver[testing]'"
+        f"rq-webhook-receiver's fixture(s) {', '.join(needs)} need fakeredis with Lua, which "
+        "is not installed: pip install 'rq-webhook-receiver[testing]'"
     )
 
 
@@ -132,7 +132,7 @@ def _webhooks_setup(
         try:
             setup = plugin.fixture_settings(_overrides(request), _webhooks_made, stack)
         except ConfigError as exc:
-            problem = f"webhook-receiver settings: {exc}"
+            problem = f"rq-webhook-receiver settings: {exc}"
         if problem is not None:  # failed outside the except: one line, no chained traceback
             pytest.fail(problem, pytrace=False)
         plugin.keep_registry(stack)

@@ -1,4 +1,4 @@
-"""Whether webhook-receiver's top-level packages, `app` and `workers`, are the ones this
+"""Whether rq-webhook-receiver's top-level packages, `app` and `workers`, are the ones this
 process would import, checked without importing either.
 
 One Python process has one module of each name. A project with its own `app` (the usual
@@ -32,7 +32,7 @@ def clash() -> str | None:
         problem = _check(name)
         if problem is not None:
             return (
-                f"webhook-receiver's fixtures need its own top-level package {name!r}, but "
+                f"rq-webhook-receiver's fixtures need its own top-level package {name!r}, but "
                 f"{problem}; {WHAT_TO_DO}"
             )
     return None
@@ -42,7 +42,7 @@ def _check(name: str) -> str | None:
     ours = HOME / name
     found = _locations(name)
     if found is None:
-        return f"{name!r} cannot be found from here (is webhook-receiver installed?)"
+        return f"{name!r} cannot be found from here (is rq-webhook-receiver installed?)"
     regular, portions = found
     if regular:
         where = Path(portions[0])
@@ -50,7 +50,7 @@ def _check(name: str) -> str | None:
             return None
         return f"{name!r} here is {where}, and one Python process imports only one {name!r}"
     if not any(_same(Path(p), ours) for p in portions):
-        return f"{name!r} here is {', '.join(portions)}, not webhook-receiver's"
+        return f"{name!r} here is {', '.join(portions)}, not rq-webhook-receiver's"
     own = _entries(ours)
     for portion in portions:
         if _same(Path(portion), ours):
@@ -59,7 +59,7 @@ def _check(name: str) -> str | None:
         if shared:
             return (
                 f"your {name!r} at {portion} has no __init__.py, so it merges with "
-                f"webhook-receiver's, and both hold {', '.join(repr(s) for s in shared)}"
+                f"rq-webhook-receiver's, and both hold {', '.join(repr(s) for s in shared)}"
             )
     return None
 

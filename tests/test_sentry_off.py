@@ -132,7 +132,7 @@ def test_a_dsn_without_the_sdk_says_how_to_install_it(monkeypatch: pytest.Monkey
     message = str(error.value)
     assert message == (
         "SENTRY_DSN is set, but sentry-sdk is not installed: "
-        "pip install 'webhook-receiver[sentry]' (sentry_sdk is missing)"
+        "pip install 'rq-webhook-receiver[sentry]' (sentry_sdk is missing)"
     )
 
 

@@ -231,7 +231,7 @@ def test_make_install_prints_one_line_per_step_and_none_of_pips_output(
     assert done.returncode == 0, done
     assert done.stdout.splitlines() == [
         "creating .venv with Python 3.99.0 ...",
-        "installing webhook-receiver into .venv ...",
+        "installing rq-webhook-receiver into .venv ...",
         "installing the test tools into .venv ...",
     ]
     assert done.stderr == ""

@@ -118,7 +118,7 @@ def test_tracing_asked_for_without_the_extra_says_how_to_install_it(
     # otel_setup` finds the package's attribute first, then sys.modules.
     monkeypatch.delattr(app, "otel_setup", raising=False)
     monkeypatch.setitem(sys.modules, "app.otel_setup", None)
-    with pytest.raises(ConfigError, match=r"pip install 'webhook-receiver\[otel\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'rq-webhook-receiver\[otel\]'"):
         receiver_tracing({"OTEL_TRACES_EXPORTER": "otlp"})
 
 

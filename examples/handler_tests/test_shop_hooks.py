@@ -1,4 +1,4 @@
-"""Testing shop_hooks.py's handlers with webhook-receiver's pytest fixtures."""
+"""Testing shop_hooks.py's handlers with rq-webhook-receiver's pytest fixtures."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A user's project, written into a `pytester` directory: its `.env`, its handler module and
-its test modules, run by pytest with webhook-receiver's plugin (the entry point, loaded as
+its test modules, run by pytest with rq-webhook-receiver's plugin (the entry point, loaded as
 for any install)."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def test_a_projects_own_app_stops_collection_in_one_line_once_a_fixture_is_used(
     pytester.makepyfile(test_user="from app.main import NAME\n" + USES_A_FIXTURE)
     line = one_error_line(pytest_process(pytester))
     assert line == (
-        "ERROR: webhook-receiver's fixtures need its own top-level package 'app', but 'app' "
+        "ERROR: rq-webhook-receiver's fixtures need its own top-level package 'app', but 'app' "
         f"here is {pytester.path / 'app'}, and one Python process imports only one 'app'; "
         "rename your package (e.g. to 'myproject'), or keep it off sys.path in this run "
         "(plain `pytest --import-mode=importlib`, not `python -m pytest`, and no rootdir "
@@ -115,7 +115,7 @@ def test_a_projects_app_without_init_sharing_a_module_name_stops_collection(
     line = one_error_line(pytest_process(pytester))
     assert (
         f"but your 'app' at {pytester.path / 'app'} has no __init__.py, so it merges with "
-        "webhook-receiver's, and both hold 'main'; rename your package" in line
+        "rq-webhook-receiver's, and both hold 'main'; rename your package" in line
     )
 
 
@@ -127,7 +127,7 @@ def test_a_projects_own_workers_package_stops_collection_in_one_line(
     pytester.makepyfile(test_user=USES_A_FIXTURE)
     line = one_error_line(pytest_process(pytester))
     assert line.startswith(
-        "ERROR: webhook-receiver's fixtures need its own top-level package 'workers', but "
+        "ERROR: rq-webhook-receiver's fixtures need its own top-level package 'workers', but "
         f"'workers' here is {pytester.path / 'workers'}, and one Python process imports "
         "only one 'workers'; rename your package"
     )

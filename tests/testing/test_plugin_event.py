@@ -171,7 +171,7 @@ def test_settings_that_do_not_load_fail_the_test_in_one_line(pytester: pytest.Py
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "webhook-receiver settings: WEBHOOK_SOURCES: source 'shop' names "
+            "rq-webhook-receiver settings: WEBHOOK_SOURCES: source 'shop' names "
             "unknown provider 'shopfiy'; known providers: *"
         ]
     )

@@ -1,4 +1,4 @@
-"""How the plugin is installed: registered by `pip install webhook-receiver` itself, its
+"""How the plugin is installed: registered by `pip install rq-webhook-receiver` itself, its
 dependencies in the `[testing]` extra, and nothing of `app` or `workers` imported until a
 test uses a fixture."""
 
@@ -17,7 +17,7 @@ from tests.testing.project import run, user_project
 def requirements(extra: str | None) -> set[str]:
     """The names of the distribution's requirements for `extra` (None: the base install)."""
     found = set()
-    for line in distribution("webhook-receiver").requires or []:
+    for line in distribution("rq-webhook-receiver").requires or []:
         requirement = Requirement(line)
         marker = requirement.marker
         wanted = (
@@ -31,7 +31,7 @@ def requirements(extra: str | None) -> set[str]:
 
 
 def test_the_base_install_registers_the_plugin_under_pytest11() -> None:
-    points = distribution("webhook-receiver").entry_points.select(group="pytest11")
+    points = distribution("rq-webhook-receiver").entry_points.select(group="pytest11")
     assert [(p.name, p.value) for p in points] == [("webhook_receiver", "pytest_webhook_receiver")]
 
 
@@ -44,7 +44,7 @@ def test_the_testing_extra_holds_pytest_and_fakeredis_with_lua_and_the_test_extr
     None
 ):
     assert {"pytest", "fakeredis[lua]"} <= requirements("testing")
-    assert "webhook-receiver[testing]" in requirements("test")
+    assert "rq-webhook-receiver[testing]" in requirements("test")
 
 
 def test_loading_the_plugin_imports_nothing_of_app_or_workers() -> None:
@@ -59,7 +59,7 @@ def test_loading_the_plugin_imports_nothing_of_app_or_workers() -> None:
 WITHOUT_THE_EXTRA = """
 import sys
 
-sys.modules["lupa"] = None  # as where `pip install webhook-receiver` came without [testing]
+sys.modules["lupa"] = None  # as where `pip install rq-webhook-receiver` came without [testing]
 """
 
 
@@ -76,8 +76,8 @@ def test_without_the_testing_extra_a_test_using_deliver_stops_collection_in_one_
     result = run(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in result.errlines if line.startswith("ERROR")] == [
-        "ERROR: webhook-receiver's fixture(s) deliver need fakeredis with Lua, which is not "
-        "installed: pip install 'webhook-receiver[testing]'"
+        "ERROR: rq-webhook-receiver's fixture(s) deliver need fakeredis with Lua, which is not "
+        "installed: pip install 'rq-webhook-receiver[testing]'"
     ]
 
 

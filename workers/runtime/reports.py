@@ -50,7 +50,7 @@ def worker_reports(settings: Settings) -> HandlerErrors | None:
     except ImportError as exc:
         raise ConfigError(
             "SENTRY_DSN is set, but sentry-sdk is not installed: "
-            f"pip install 'webhook-receiver[sentry]' ({exc.name} is missing)"
+            f"pip install 'rq-webhook-receiver[sentry]' ({exc.name} is missing)"
         ) from None
     return sentry_reports.start(settings)
 

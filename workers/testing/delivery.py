@@ -24,8 +24,8 @@ from workers.testing.outcome import Outcome, outcome_of
 from workers.versions import JobContext, current
 
 EXTRA_MISSING = (
-    "webhook-receiver's deliver and receiver fixtures need fakeredis with Lua: "
-    "pip install 'webhook-receiver[testing]'"
+    "rq-webhook-receiver's deliver and receiver fixtures need fakeredis with Lua: "
+    "pip install 'rq-webhook-receiver[testing]'"
 )
 
 

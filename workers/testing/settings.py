@@ -72,7 +72,9 @@ def split_overrides(overrides: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
         elif name.lower() in Settings.model_fields and name.lower() != "per_source":
             fields[name.lower()] = value
         else:
-            raise ConfigError(f"webhooks_settings: {name!r} is not a setting of webhook-receiver")
+            raise ConfigError(
+                f"webhooks_settings: {name!r} is not a setting of rq-webhook-receiver"
+            )
     return fields, per_source
 
 
