@@ -57,7 +57,9 @@ def shape(redis: Redis, events: list[str]) -> dict[str, Any]:
         key = raw_key.decode()
         for job_id, event in names.items():
             key = key.replace(job_id, f"<{event}>")
-        if key.startswith(("rq:worker", "rq:workers", "rq:scheduler", "rq:clean_registries")):
+        # The maintenance locks (rq:clean_registries, rq:clean_groups) are taken when a
+        # worker's maintenance comes round, which a short drain may or may not reach.
+        if key.startswith(("rq:worker", "rq:workers", "rq:scheduler", "rq:clean_")):
             continue  # the workers themselves (one is RQ's, one ours) and their locks
         kind = redis.type(raw_key).decode()
         detail: Any = None
