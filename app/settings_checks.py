@@ -41,6 +41,19 @@ SECRET_SETTINGS = (
     "REDIS_SENTINEL_PASSWORD",
     "SENTRY_DSN",
 )
+# Per-source variables that hold a secret: the signing secret, and Meta's verify token.
+# OTLP's headers carry a collector's token (`authorization=Bearer ...`).
+SECRET_PREFIXES = (
+    "WEBHOOK_SECRET_",
+    "WEBHOOK_VERIFY_TOKEN_",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+)
+
+
+def is_secret(name: str) -> bool:
+    """A variable whose value is never shown, logged or written where it could be read."""
+    return name in SECRET_SETTINGS or name.startswith(SECRET_PREFIXES)
 
 
 def one_line(error: ValidationError) -> str:

@@ -15,7 +15,13 @@ from redis import Redis
 from app.settings import Settings
 from tests.conftest import SECRET, webhooks
 from workers.dev.redis_server import RedisServer, free_port
-from workers.dev.stackfile import StackFile
+from workers.dev.stack import _processes_settings
+from workers.dev.stackfile import (
+    StackFile,
+    remove_stack_file,
+    stack_secrets,
+    write_stack_secrets,
+)
 from workers.ops.common import CommandError, redis_connection
 from workers.ops.target import Target, resolve_target
 
@@ -228,3 +234,56 @@ def test_an_unreachable_redis_is_one_line_with_what_to_do(
     message = error.value.format_message()
     assert message.startswith("cannot reach Redis at 127.0.0.1:") and advice in message
     assert "hunter2" not in message and "\n" not in message
+
+
+def test_what_make_runs_command_line_set_reaches_the_command_over_dotenv(
+    make_checkout: Callable[..., Path], stand_in: subprocess.Popen[bytes]
+) -> None:
+    """`WEBHOOK_SOURCES=inbound,stripe make run` with `.env` saying `inbound`: the stack's
+    processes serve both, and so does the command of a second terminal."""
+    root = make_checkout("redis://127.0.0.1:7000/0", stand_in.pid)
+    (root / ".env").write_text("WEBHOOK_SOURCES=inbound\nWEBHOOK_QUEUE=from-dotenv\n")
+    stack = StackFile.read(root / "var" / "stack.json")
+    assert stack is not None
+    environment = {"WEBHOOK_SOURCES": "inbound,stripe", "WEBHOOK_QUEUE": "from-dotenv"}
+    StackFile(stack.pid, stack.redis_url, environment=environment).write(root)
+    write_stack_secrets({"WEBHOOK_SECRET_STRIPE": "whsec_from_the_command_line"}, root)
+    settings = Settings.load(**resolve_target().overrides)
+    assert list(settings.sources) == ["inbound", "stripe"]
+    assert settings.sources["stripe"].secrets[0].get_secret_value() == "whsec_from_the_command_line"
+
+
+def test_the_second_terminals_own_environment_wins_over_the_stack(
+    make_checkout: Callable[..., Path],
+    stand_in: subprocess.Popen[bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_checkout("redis://127.0.0.1:7000/0", stand_in.pid)
+    StackFile(stand_in.pid, "", environment={"WEBHOOK_QUEUE": "the-stacks"}).write(root)
+    monkeypatch.setenv("WEBHOOK_QUEUE", "mine")
+    assert "webhook_queue" not in resolve_target().overrides
+
+
+def test_the_stack_file_holds_no_secret_and_its_secrets_file_is_the_owners_alone(
+    tmp_path: Path,
+) -> None:
+    shown, hidden = _processes_settings(
+        {
+            "WEBHOOK_SOURCES": "inbound,stripe",
+            "WEBHOOK_SECRET_STRIPE": "whsec_given",
+            "WEBHOOK_SIGNING_SECRET": "made-by-make-run",
+            "REDIS_URL": "redis://:pw@127.0.0.1:7000/0",
+            "PATH": "/usr/bin",
+        },
+        made={"WEBHOOK_SIGNING_SECRET": "made-by-make-run"},
+    )
+    assert shown == {"WEBHOOK_SOURCES": "inbound,stripe"}
+    assert hidden == {
+        "WEBHOOK_SECRET_STRIPE": "whsec_given",
+        "REDIS_URL": "redis://:pw@127.0.0.1:7000/0",
+    }
+    write_stack_secrets(hidden, tmp_path)
+    assert (tmp_path / "var" / "stack.env").stat().st_mode & 0o777 == 0o600
+    assert stack_secrets(tmp_path) == hidden
+    remove_stack_file(tmp_path)
+    assert not (tmp_path / "var" / "stack.env").exists()

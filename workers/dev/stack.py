@@ -24,6 +24,7 @@ from types import FrameType
 import click
 
 from app.settings import ConfigError, Settings
+from app.settings_checks import is_secret
 from app.sources import PER_SOURCE_PREFIXES
 from workers.dev.devenv import (
     DevSettings,
@@ -43,6 +44,7 @@ from workers.dev.stackfile import (
     redis_configured,
     remove_stack_file,
     settings_env,
+    write_stack_secrets,
 )
 from workers.dev.terminal import own_foreground
 
@@ -83,6 +85,23 @@ def _check(env: dict[str, str], dev_keyed: dict[str, str]) -> Settings:
         raise click.ClickException(str(exc)) from None
 
 
+def _processes_settings(
+    env: dict[str, str], made: dict[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What the stack file keeps of the processes' environment: every variable their
+    settings read, as (shown, secret); the secrets `make run` made are in var/dev.env."""
+    fields = set(Settings.model_fields)
+    read = {
+        k: v
+        for k, v in env.items()
+        if k.lower() in fields or k.startswith((*PER_SOURCE_PREFIXES, "OTEL_"))
+    }
+    # A Redis URL may carry a password, and Sentinel's variables its credentials.
+    hidden = {k: v for k, v in read.items() if is_secret(k) or k.startswith("REDIS_")}
+    shown = {k: v for k, v in read.items() if k not in hidden}
+    return shown, {k: v for k, v in hidden.items() if made.get(k) != v}
+
+
 class Stop:
     """Remembers a stop request and passes it on to honcho once honcho runs."""
 
@@ -120,7 +139,8 @@ def _run(stop: Stop, terminal: bool) -> int:
     env = settings_env()
     # The Procfile's commands (uvicorn, webhooks) live next to this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.update(dev_credentials())
+    made = dev_credentials()
+    env.update(made)
     dev = dev_settings(terminal=sys.stdout.isatty())
     env.update(dev.values)
     env.setdefault("HOST", "127.0.0.1")
@@ -138,8 +158,17 @@ def _run(stop: Stop, terminal: bool) -> int:
             env["REDIS_URL"] = redis.url
         base = _base_port()
         web, dashboard = f"http://127.0.0.1:{base}", f"http://127.0.0.1:{base + 200}"
-        if redis is not None:
-            StackFile(os.getpid(), redis.url, dev.values, web, dashboard).write()
+        shown, hidden = _processes_settings(env, made)
+        StackFile(
+            os.getpid(),
+            redis.url if redis is not None else "",
+            dev.values,
+            web,
+            dashboard,
+            environment=shown,
+            keyed=sorted(dev_keyed),
+        ).write()
+        write_stack_secrets(hidden)
         echo_banner(_banner(redis, web, dashboard, settings, dev))
         if stop.requested:
             return 0

@@ -1,15 +1,19 @@
 """`var/stack.json`: where a running `make run` stack is, for the `webhooks` command.
 
 `make run` puts Redis on a free port and development credentials in `var/dev.env`; this
-file says which port, and which settings the stack runs with, so that `webhooks dead list`
-in another terminal of the same checkout talks to that stack without any setup. It holds
-no secret: the credentials stay in `var/dev.env` (mode 600), which it names.
+file says which port, and every setting the stack's processes run with, wherever it came
+from (the command line, the environment, `.env` or `make run` itself), so that `webhooks
+send` or `webhooks dead list` in another terminal of the same checkout, with nothing
+exported, sees the stack as its processes do. It holds no secret: the secrets the processes
+got from the command line or `.env` are in `var/stack.env` beside it (mode 600, removed
+with it when the stack stops), `make run`'s own in `var/dev.env`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -18,6 +22,7 @@ from dotenv import dotenv_values
 VAR = Path("var")
 STACK_FILE = VAR / "stack.json"
 DEV_ENV = VAR / "dev.env"
+STACK_ENV = VAR / "stack.env"
 
 
 def _dotenv(root: Path) -> dict[str, str]:
@@ -55,11 +60,15 @@ def redis_configured(root: Path = Path()) -> str | None:
 @dataclass(frozen=True, slots=True)
 class StackFile:
     pid: int  # the `webhooks dev` process: the stack is up while it runs
-    redis_url: str
-    # Settings the stack's processes got that the environment did not set (not secrets).
+    redis_url: str  # the Redis `make run` started; "" when one was configured
+    # The settings `make run` gave its processes because nothing configured them.
     settings: dict[str, str] = field(default_factory=dict)
     receiver: str = ""
     dashboard: str = ""
+    # Every setting the processes got, wherever from, but the secrets (those are in
+    # STACK_ENV), and the names of those the development key pairs gave (devkeys.py).
+    environment: dict[str, str] = field(default_factory=dict)
+    keyed: list[str] = field(default_factory=list)
 
     def write(self, root: Path = Path()) -> Path:
         path = root / STACK_FILE
@@ -80,6 +89,8 @@ class StackFile:
                 settings={str(k): str(v) for k, v in dict(data.get("settings", {})).items()},
                 receiver=str(data.get("receiver", "")),
                 dashboard=str(data.get("dashboard", "")),
+                environment={str(k): str(v) for k, v in dict(data.get("environment", {})).items()},
+                keyed=[str(n) for n in list(data.get("keyed", []))],
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -127,6 +138,27 @@ def find_stack(start: Path | None = None) -> Found | None:
 
 def remove_stack_file(root: Path = Path()) -> None:
     (root / STACK_FILE).unlink(missing_ok=True)
+    (root / STACK_ENV).unlink(missing_ok=True)
+
+
+def write_stack_secrets(values: dict[str, str], root: Path = Path()) -> None:
+    """The secrets the stack's processes run with, but those `make run` made (var/dev.env):
+    readable by the checkout's owner only, never in a half-written state."""
+    path = root / STACK_ENV
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp-env")
+    temporary.touch(mode=0o600)
+    temporary.chmod(0o600)
+    temporary.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items()))
+    temporary.replace(path)
+
+
+def stack_secrets(root: Path) -> dict[str, str]:
+    """What `write_stack_secrets` kept for the running stack."""
+    path = root / STACK_ENV
+    if not path.is_file():
+        return {}
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
 
 
 def credentials(root: Path) -> dict[str, str]:

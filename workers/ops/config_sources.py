@@ -18,7 +18,7 @@ from typing import Any
 from dotenv import dotenv_values
 
 from app.settings import Settings
-from app.settings_checks import SECRET_SETTINGS
+from app.settings_checks import is_secret
 from app.sources import (
     KEYLESS,
     LEGACY_SOURCE,
@@ -30,14 +30,6 @@ from app.sources import (
 from workers.dev.stackfile import DEV_ENV, STACK_FILE, StackFile, credentials
 from workers.ops.target import Target
 
-# Per-source variables that hold a secret: the signing secret, and Meta's verify token.
-# OTLP's headers carry a collector's token (`authorization=Bearer ...`).
-SECRET_PREFIXES = (
-    "WEBHOOK_SECRET_",
-    "WEBHOOK_VERIFY_TOKEN_",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-)
 MASK = "********"
 NOT_SET = "(not set)"
 # user:password@ in any scheme://, up to the last @ before the host (as redis-py and urlparse
@@ -54,6 +46,7 @@ class Origin(StrEnum):
     DOTENV = ".env"
     DEV_ENV = f"{DEV_ENV} (make run)"
     STACK = f"{STACK_FILE} (make run)"
+    STACK_ENVIRONMENT = "make run's environment"
     DEV_KEYS = "make run's dev keys"
     DEFAULT = "default"
 
@@ -76,6 +69,28 @@ def mask_url(text: str) -> str:
     return _QUERY_SECRET.sub(lambda m: m["key"] + MASK, _USERINFO.sub(userinfo, text))
 
 
+def _origin_in_stack(
+    name: str,
+    value: str,
+    stack: StackFile | None,
+    dev_env: Mapping[str, str],
+    dotenv: Mapping[str, str],
+) -> Origin:
+    """Where a setting of the running stack came from: `make run`'s choices, its files, the
+    `.env` it read, or what its command line (its environment) set."""
+    if stack is None or name in stack.keyed:
+        return Origin.DEV_KEYS
+    if name in stack.settings or (name == "REDIS_URL" and stack.redis_url == value):
+        return Origin.STACK
+    if dev_env.get(name) == value:
+        return Origin.DEV_ENV
+    if dotenv.get(name) == value:
+        return Origin.DOTENV
+    if stack.environment:
+        return Origin.STACK_ENVIRONMENT
+    return Origin.DEV_KEYS  # an older stack file kept only its own choices
+
+
 @dataclass(frozen=True, slots=True)
 class Provenance:
     """Every place a value can come from, read once."""
@@ -89,26 +104,18 @@ class Provenance:
     def read(cls, target: Target, root: Path = Path()) -> Provenance:
         overrides = {k.upper(): str(v) for k, v in target.overrides.items() if k != "per_source"}
         overrides.update(target.overrides.get("per_source", {}))
-        made: dict[str, Origin] = {}
-        if target.stack_file is not None:
-            checkout = target.stack_file.parent.parent
-            stack = StackFile.read(target.stack_file)
-            from_stack = {"REDIS_URL", *(stack.settings if stack else {})}
-            from_dev_env = set(credentials(checkout))
-            for name in overrides:
-                made[name] = (
-                    Origin.STACK
-                    if name in from_stack
-                    else Origin.DEV_ENV
-                    if name in from_dev_env
-                    else Origin.DEV_KEYS
-                )
         env_file = root / ".env"
         dotenv = (
             {k: v for k, v in dotenv_values(env_file).items() if v is not None}
             if env_file.is_file()
             else {}
         )
+        made: dict[str, Origin] = {}
+        if target.stack_file is not None:
+            stack = StackFile.read(target.stack_file)
+            dev_env = credentials(target.stack_file.parent.parent)
+            for name, value in overrides.items():
+                made[name] = _origin_in_stack(name, value, stack, dev_env, dotenv)
         return cls(made, overrides, dict(os.environ), dotenv)
 
     def find(self, name: str, exact: bool = False) -> tuple[str, Origin] | None:
@@ -182,14 +189,10 @@ def _secrets_of(sources: list[str]) -> set[str]:
     return names
 
 
-def _is_secret(name: str) -> bool:
-    return name in SECRET_SETTINGS or name.startswith(SECRET_PREFIXES)
-
-
 def _shown(name: str, value: str) -> str:
     if not value.strip():
         return NOT_SET
-    if not _is_secret(name):
+    if not is_secret(name):
         return mask_url(value)
     try:
         count = len(split_secrets(name, value))

@@ -1,7 +1,10 @@
 """Which Redis the `webhooks` command talks to, and how to say so.
 
-REDIS_URL (environment or `.env`) wins. Without it, a `make run` stack of this checkout that
-is up is used, with the settings and development credentials it runs with. A checkout whose
+REDIS_URL (or REDIS_SENTINELS) exported in the command's own environment wins. Without it,
+a `make run` stack of this checkout that is up is used, with every setting its processes run
+with (from `make run`'s command line, its environment, `.env` or `make run` itself: the
+stack file keeps them), under what the command's own environment sets. Then REDIS_URL in
+`.env`. A checkout whose
 stack is down (its stack file left by a killed stack, or `var/redis` left by a clean stop)
 gets no Redis at all: the default `localhost:6379` may be another project's Redis, whose
 data must never read as this stack's. Otherwise (no stack ever ran here) the default, and an
@@ -27,6 +30,7 @@ from workers.dev.stackfile import (
     credentials,
     find_stack,
     redis_configured,
+    stack_secrets,
 )
 
 START_ONE = (
@@ -100,13 +104,16 @@ def _stopped_here(start: Path | None) -> Path | None:
 
 def resolve_target(start: Path | None = None) -> Target:
     here = start or Path()
+    exported = next((n for n in ("REDIS_SENTINELS", "REDIS_URL") if os.environ.get(n)), None)
+    if exported is not None:
+        return Target(exported)
+    found = find_stack(start)
+    if found is not None and found.stack is not None:
+        overrides = _running_stack(found.root, found.stack)
+        return Target("stack", overrides, stack_file=found.root / STACK_FILE)
     named = redis_configured(here)
     if named is not None:
         return Target(named)
-    found = find_stack(start)
-    if found is not None and found.stack is not None:
-        overrides = _stack_overrides(found.root, found.stack, here, found.stack.redis_url)
-        return Target("stack", overrides, stack_file=found.root / STACK_FILE)
     # Its credentials still load the settings, so the error is about the stack, not a secret.
     if found is not None:  # a stack file whose `webhooks dev` no longer runs
         root = found.root
@@ -120,12 +127,37 @@ def resolve_target(start: Path | None = None) -> Target:
     return Target("default")
 
 
+def _running_stack(root: Path, stack: StackFile) -> dict[str, Any]:
+    """The settings the running stack's processes have, but what this command's own
+    environment sets: `.env` does not win over them, as the processes read it when they
+    started (and under what `make run`'s command line set)."""
+    if not stack.environment:  # a stack file of an older `make run`
+        return _stack_overrides(root, stack, Path(), stack.redis_url)
+    given = {
+        **credentials(root),
+        **stack.environment,
+        **stack_secrets(root),
+        **({"REDIS_URL": stack.redis_url} if stack.redis_url else {}),
+    }
+    return _as_overrides({k: v for k, v in given.items() if k not in os.environ})
+
+
+def _as_overrides(chosen: dict[str, str]) -> dict[str, Any]:
+    fields = set(Settings.model_fields)
+    overrides: dict[str, Any] = {n.lower(): v for n, v in chosen.items() if n.lower() in fields}
+    # Per-source variables (every source's dev secret) are otherwise read from the
+    # environment alone.
+    per_source = {n: v for n, v in chosen.items() if n.startswith(PER_SOURCE_PREFIXES)}
+    if per_source:
+        overrides["per_source"] = per_source
+    return overrides
+
+
 def _stack_overrides(
     root: Path, stack: StackFile | None, here: Path, redis_url: str | None = None
 ) -> dict[str, Any]:
     """The settings the stack's processes ran with (its Redis, when it runs), where the
     environment and `.env` do not set them."""
-    fields = set(Settings.model_fields)
     # The dev key pairs' variables (a Discord source's public key, Plaid's key server...),
     # as the stack's processes got them; WEBHOOK_FETCH_ALLOW among them is always theirs.
     try:
@@ -143,10 +175,4 @@ def _stack_overrides(
         for name, value in given.items()
         if name in dev_keyed or not configured(name, here)
     }
-    overrides: dict[str, Any] = {n.lower(): v for n, v in chosen.items() if n.lower() in fields}
-    # Per-source variables (every source's dev secret) are otherwise read from the
-    # environment alone.
-    per_source = {n: v for n, v in chosen.items() if n.startswith(PER_SOURCE_PREFIXES)}
-    if per_source:
-        overrides["per_source"] = per_source
-    return overrides
+    return _as_overrides(chosen)
