@@ -6,12 +6,14 @@ Both scripts run as `python tests/NAME.py`, so this module is imported from test
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,12 +40,12 @@ def pinning_tests() -> list[str]:
     return [p for p in paths if not runs_make(ROOT / p)]
 
 
-def run(command: list[str], log: Path) -> bool:
+def run(command: list[str], log: Path, cwd: Path | None = None) -> bool:
     """Runs a command with its output appended to the log; whether it succeeded."""
     with log.open("a") as out:
         out.write("$ " + " ".join(command) + "\n")
         out.flush()
-        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, check=False, cwd=cwd)
     return done.returncode == 0
 
 
@@ -90,6 +92,16 @@ class Venv:
             check=True,
         ).stdout
         return Version(out.strip())
+
+    def distributions(self) -> dict[str, Version]:
+        """Every distribution installed, by canonical name."""
+        out = subprocess.run(
+            [str(self.python), "-m", "pip", "list", "--format=json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return {canonicalize_name(d["name"]): Version(d["version"]) for d in json.loads(out)}
 
     def run_tests(self, tests: list[str], pytest_args: str) -> bool:
         """The given test files and the end-to-end tests (but those that run `make`), three at
