@@ -91,6 +91,27 @@ def test_send_data_replaces_the_event_object(
     assert json.loads(job.args[3])["data"]["object"] == {"id": "in_42", "amount_due": 1200}
 
 
+def test_the_datas_own_id_is_the_event_id_and_another_id_is_refused_naming_both(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    data = '{"id": "evt_p1", "data": {"total": 5}}'  # hmac: --data is the whole body
+    sent = webhooks("send", "inbound", "--data", data, "--url", web.url)
+    assert sent.exit_code == 0, sent.output
+    assert one_line(sent.stdout) == f"accepted evt_p1 → {web.url}/webhooks/inbound (200)"
+    [job] = Queue("webhooks", connection=redis).get_jobs()
+    body = json.loads(job.args[3])
+    assert (body["id"], body["data"]) == ("evt_p1", {"total": 5})
+    same = webhooks("send", "inbound", "--data", data, "--id", "evt_p1", "--url", web.url)
+    assert (same.exit_code, same.stdout.split()[:2]) == (0, ["duplicate", "evt_p1"])
+    other = webhooks("send", "inbound", "--data", data, "--id", "evt_p2", "--url", web.url)
+    assert other.exit_code == 1
+    assert one_line(other.stderr) == (
+        "Error: hmac: the data has its own id, 'evt_p1', and the id given is 'evt_p2': "
+        "give the same id, or none"
+    )
+    assert queued(redis) == [("inbound", "evt_p1")]
+
+
 def test_a_wrong_secret_is_refused_and_the_exit_status_says_so(
     web: Process, configured: None, redis: Redis
 ) -> None:

@@ -38,7 +38,13 @@ ASYMMETRIC = frozenset({"discord", "sendgrid", "sns", "plaid"})
     metavar="JSON|@FILE",
     help="The event object (Stripe's data.object, the whole body for hmac...), as JSON.",
 )
-@click.option("--id", "event_id", metavar="ID", help="The event id (default: a new one).")
+@click.option(
+    "--id",
+    "event_id",
+    metavar="ID",
+    help="The event id (default: the one --data holds where the provider reads it, such as "
+    "hmac's id; else a new one).",
+)
 @click.option("--url", metavar="URL", help="The receiver (default: this checkout's make run).")
 @click.option("--secret", metavar="S", help="Sign with this secret, not the configured one.")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
@@ -62,6 +68,7 @@ def send(
         event_type=event_type or DEFAULT_TYPE[config.provider],
         url=_endpoint(url, config.name),
         data=given,
+        id_given=bool(event_id),
     )
     keys = Keys(secret or _first_secret(config), _private_key(config))
     try:

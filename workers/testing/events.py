@@ -73,9 +73,10 @@ def sign(
 ) -> SignedRequest:
     """`source`'s provider's request for one event. `payload` is what `webhooks send
     --data` takes: the provider's event object (Stripe's `data.object`, the whole body for
-    `hmac`); None keeps the provider's sample. Signed with the source's secret (the first
-    of a rotation list) or `secret`; asymmetric sources with their throwaway key or
-    `private_key` (PEM)."""
+    `hmac`); None keeps the provider's sample. Where the payload holds the provider's
+    event id (hmac's `id`...), that id is the event's, and `id` must be the same or None.
+    Signed with the source's secret (the first of a rotation list) or `secret`;
+    asymmetric sources with their throwaway key or `private_key` (PEM)."""
     config = source_of(setup.settings, source)
     event = EventToSign(
         event_id=id or f"evt_test_{secrets.token_hex(6)}",
@@ -83,6 +84,7 @@ def sign(
         url=url or endpoint(setup.settings, source),
         data=payload,
         timestamp=int(time.time()) if timestamp is None else timestamp,
+        id_given=bool(id),
     )
     if secret is None:
         secret = config.secrets[0].get_secret_value() if config.secrets else ""
