@@ -132,6 +132,7 @@ import pytest
 import stripe
 
 from workers.signing import SigningError
+from workers.testing import WebhookTestError
 
 STRIPE_SECRET, GITHUB_SECRET = "whsec_" + "s" * 32, "g" * 32  # the project's .env has them
 
@@ -176,14 +177,25 @@ def test_githubs_delivery_header_is_the_id_given_and_the_body_is_as_given(
     assert headers["X-Hub-Signature-256"] == "sha256=" + expected
     answer = receiver.post("/webhooks/github", content=body, headers=headers)
     assert answer.json() == {"status": "accepted", "id": "d-1"}
+
+
+def test_an_option_the_source_cannot_use_is_refused(signed_request):
+    with pytest.raises(WebhookTestError) as refused:
+        signed_request("interactions", secret="abc")
+    assert str(refused.value) == (
+        "secret= cannot apply to source 'interactions': discord signs with a private key "
+        "(private_key=, PEM), not a secret"
+    )
+    with pytest.raises(WebhookTestError, match="^private_key= cannot apply to source 'inbound'"):
+        signed_request("inbound", private_key=b"-----BEGIN PRIVATE KEY-----")
 """
 
 
 def test_signed_request_keeps_a_payloads_own_id(pytester: pytest.Pytester) -> None:
     user_project(
         pytester,
-        "WEBHOOK_SOURCES=inbound,stripe,github,mail:mailgun\n"
+        "WEBHOOK_SOURCES=inbound,stripe,github,mail:mailgun,interactions:discord\n"
         f"WEBHOOK_SECRET_STRIPE={STRIPE_SECRET}\nWEBHOOK_SECRET_GITHUB={GITHUB_SECRET}\n",
         test_signed=SIGNED_TESTS,
     )
-    run(pytester).assert_outcomes(passed=4)
+    run(pytester).assert_outcomes(passed=5)
