@@ -14,6 +14,7 @@ from rq import Queue
 
 from tests.conftest import SECRET, webhooks
 from tests.processes import Process, Stack
+from workers.dev.devkeys import throwaway_key
 from workers.dev.redis_server import RedisServer
 
 STRIPE = "whsec_stripe-dev-secret-0123456789"
@@ -89,6 +90,51 @@ def test_send_data_replaces_the_event_object(
     assert result.exit_code == 0, result.output
     [job] = Queue("webhooks", connection=redis).get_jobs()
     assert json.loads(job.args[3])["data"]["object"] == {"id": "in_42", "amount_due": 1200}
+
+
+def test_the_datas_own_id_is_the_event_id_and_another_id_is_refused_naming_both(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    data = '{"id": "evt_p1", "data": {"total": 5}}'  # hmac: --data is the whole body
+    sent = webhooks("send", "inbound", "--data", data, "--url", web.url)
+    assert sent.exit_code == 0, sent.output
+    assert one_line(sent.stdout) == f"accepted evt_p1 → {web.url}/webhooks/inbound (200)"
+    [job] = Queue("webhooks", connection=redis).get_jobs()
+    body = json.loads(job.args[3])
+    assert (body["id"], body["data"]) == ("evt_p1", {"total": 5})
+    same = webhooks("send", "inbound", "--data", data, "--id", "evt_p1", "--url", web.url)
+    assert (same.exit_code, same.stdout.split()[:2]) == (0, ["duplicate", "evt_p1"])
+    other = webhooks("send", "inbound", "--data", data, "--id", "evt_p2", "--url", web.url)
+    assert other.exit_code == 1
+    assert one_line(other.stderr) == (
+        "Error: hmac: the data has its own id, 'evt_p1', and the id given is 'evt_p2': "
+        "give the same id, or none"
+    )
+    assert queued(redis) == [("inbound", "evt_p1")]
+
+
+def test_the_secret_given_signs_for_a_source_that_signs_with_a_secret(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    sent = webhooks("send", "inbound", "--secret", SECRET, "--id", "evt_s1", "--url", web.url)
+    assert sent.exit_code == 0, sent.output
+    assert queued(redis) == [("inbound", "evt_s1")]
+
+
+@pytest.mark.parametrize(("source", "provider"), [("ping", "discord"), ("mail", "sendgrid")])
+def test_secret_for_a_source_that_signs_with_a_private_key_is_a_usage_error(
+    configured: None, monkeypatch: pytest.MonkeyPatch, source: str, provider: str
+) -> None:
+    monkeypatch.setenv("WEBHOOK_SOURCES", f"inbound,{source}:{provider}")
+    public = throwaway_key(source, provider).public_value  # what the source verifies with
+    monkeypatch.setenv(f"WEBHOOK_SECRET_{source.upper()}", public)
+    result = webhooks("send", source, "--secret", "abc", "--url", "http://127.0.0.1:9")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    [error] = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert error == (
+        f"Error: --secret cannot apply to source {source!r}: {provider} signs with a "
+        "private key (the one `make run` made for it), not a secret"
+    )
 
 
 def test_a_wrong_secret_is_refused_and_the_exit_status_says_so(

@@ -4,6 +4,12 @@ for any install)."""
 
 from __future__ import annotations
 
+# Imported here, before any inner run: httpx imports httpcore only when it first sends,
+# and caches httpcore's exception classes then. A first send inside an in-process run
+# (a key fetch) would import httpcore there, and pytester drops the modules an inner run
+# imported: this process's later httpcore errors would then escape httpx unmapped
+# (httpcore.ConnectError, not httpx.ConnectError), failing tests run after it here.
+import httpcore  # noqa: F401
 import pytest
 
 # A handler module as a user writes one, for a Stripe source and its "*" handlers.

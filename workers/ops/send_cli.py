@@ -3,8 +3,9 @@ sends it, posted to the receiver.
 
 The request comes from the provider's signer (`workers/signing/`), signed with the
 source's configured secret (the first of a rotation list) or `--secret`; the asymmetric
-providers sign with the private key `make run` made for the source. It goes to the
-`make run` stack of this checkout unless `--url` names another receiver.
+providers sign with the private key `make run` made for the source, so `--secret` for one
+is a usage error. It goes to the `make run` stack of this checkout unless `--url` names
+another receiver.
 """
 
 from __future__ import annotations
@@ -22,12 +23,17 @@ from app.providers.json_body import strict_json
 from app.settings import Settings, SourceConfig
 from workers.dev.stackfile import find_stack
 from workers.ops.common import CommandError, cell, load_settings
-from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError
+from workers.signing import (
+    PRIVATE_KEY_PROVIDERS,
+    SIGNERS,
+    EventToSign,
+    Keys,
+    SignedRequest,
+    SigningError,
+)
 from workers.signing.defaults import DEFAULT_TYPE
 
 TIMEOUT = 10.0
-# Providers that sign with a private key: the dev stack holds one per such source.
-ASYMMETRIC = frozenset({"discord", "sendgrid", "sns", "plaid"})
 
 
 @click.command()
@@ -38,9 +44,20 @@ ASYMMETRIC = frozenset({"discord", "sendgrid", "sns", "plaid"})
     metavar="JSON|@FILE",
     help="The event object (Stripe's data.object, the whole body for hmac...), as JSON.",
 )
-@click.option("--id", "event_id", metavar="ID", help="The event id (default: a new one).")
+@click.option(
+    "--id",
+    "event_id",
+    metavar="ID",
+    help="The event id (default: the one --data holds where the provider reads it, such as "
+    "hmac's id; else a new one).",
+)
 @click.option("--url", metavar="URL", help="The receiver (default: this checkout's make run).")
-@click.option("--secret", metavar="S", help="Sign with this secret, not the configured one.")
+@click.option(
+    "--secret",
+    metavar="S",
+    help="Sign with this secret, not the configured one (not for discord, sendgrid, sns, "
+    "plaid: they sign with a private key).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object.")
 def send(
     source: str,
@@ -56,12 +73,18 @@ def send(
     Exits 1 when the receiver refused it (or could not be reached)."""
     settings = load_settings()
     config = _source(settings, source)
+    if secret is not None and config.provider in PRIVATE_KEY_PROVIDERS:
+        raise click.UsageError(
+            f"--secret cannot apply to source {config.name!r}: {config.provider} signs with "
+            "a private key (the one `make run` made for it), not a secret"
+        )
     given = _data(data)
     event = EventToSign(
         event_id=event_id or f"evt_test_{secrets.token_hex(6)}",
         event_type=event_type or DEFAULT_TYPE[config.provider],
         url=_endpoint(url, config.name),
         data=given,
+        id_given=bool(event_id),
     )
     keys = Keys(secret or _first_secret(config), _private_key(config))
     try:
@@ -88,7 +111,7 @@ def _first_secret(source: SourceConfig) -> str:
 
 def _private_key(source: SourceConfig) -> bytes:
     """The private key `make run` made for an asymmetric provider's source, if any."""
-    if source.provider not in ASYMMETRIC:
+    if source.provider not in PRIVATE_KEY_PROVIDERS:
         return b""
     from workers.dev.devkeys import private_key_for
 

@@ -17,5 +17,15 @@ SIGNERS: dict[str, Signer] = {
     **recipes.SIGNERS,
     **asymmetric.SIGNERS,
 }
+# The providers that sign with a private key (`Keys.private_key`), never with a secret.
+PRIVATE_KEY_PROVIDERS = frozenset(asymmetric.SIGNERS)
 
-__all__ = ["SIGNERS", "EventToSign", "Keys", "SignedRequest", "Signer", "SigningError"]
+__all__ = [
+    "PRIVATE_KEY_PROVIDERS",
+    "SIGNERS",
+    "EventToSign",
+    "Keys",
+    "SignedRequest",
+    "Signer",
+    "SigningError",
+]

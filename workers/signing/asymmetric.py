@@ -31,7 +31,9 @@ The bodies whose id is their digest (SendGrid, Plaid) depend only on (event id, 
 data), never on when they are sent (the time is in SendGrid's signed header and Plaid's
 `iat`): the same id sent twice is the same body, which the receiver answers as a duplicate,
 as it would a provider's redelivery. So SendGrid's events carry the sample's fixed
-`timestamp`. Discord and SNS carry the id itself.
+`timestamp`. Discord and SNS carry the id itself. A SendGrid event's own `sg_event_id` and
+a Plaid body's own `item_id` in `event.data` stay as given: an id given must equal them
+(`base.own_id`).
 
 Key material (`keys.private_key`) is PEM: an unencrypted private key block (PKCS#8 or the
 traditional form) of the provider's algorithm: Discord Ed25519, SendGrid and Plaid P-256,
@@ -63,7 +65,14 @@ from workers.signing.asymmetric_keys import (
     snowflake,
     wrong_key,
 )
-from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, SigningError
+from workers.signing.base import (
+    EventToSign,
+    Keys,
+    SignedRequest,
+    Signer,
+    SigningError,
+    own_id,
+)
 from workers.signing.defaults import DEFAULT_TYPE
 
 INTERACTION_TYPES = {"ping": 1, **{name: number for number, name in DISCORD_TYPES.items()}}
@@ -152,7 +161,10 @@ def sign_sendgrid(source: SourceConfig, event: EventToSign, keys: Keys) -> Signe
     if event.data is None:
         batch = [_sendgrid_event(event, kind)]
     elif isinstance(event.data, dict):
-        batch = [{"event": kind, "sg_event_id": event.event_id, **event.data}]
+        item = {"event": kind, "sg_event_id": event.event_id, **event.data}
+        if own_id(event, event.data.get("sg_event_id"), "sendgrid", "sg_event_id") is None:
+            item["sg_event_id"] = event.event_id  # over a null
+        batch = [item]
     elif isinstance(event.data, list):
         batch = event.data
     else:

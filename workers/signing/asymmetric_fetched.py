@@ -29,7 +29,7 @@ from workers.signing.asymmetric_keys import (
     plaid_key_id,
     wrong_key,
 )
-from workers.signing.base import EventToSign, Keys, SignedRequest, SigningError
+from workers.signing.base import EventToSign, Keys, SignedRequest, SigningError, own_id
 from workers.signing.defaults import DEFAULT_TYPE
 
 # --- AWS SNS ----------------------------------------------------------------------------
@@ -142,7 +142,10 @@ def _plaid_body(source: SourceConfig, event: EventToSign) -> dict[str, Any]:
     if event.data is not None:
         if not isinstance(event.data, dict):
             raise SigningError(f"source {source.name!r}: a Plaid body is a JSON object")
-        return {**named, "item_id": event.event_id, **event.data}
+        given = {**named, "item_id": event.event_id, **event.data}
+        if own_id(event, event.data.get("item_id"), "plaid", "item_id") is None:
+            given["item_id"] = event.event_id  # over a null
+        return given
     body: dict[str, Any] = {**named, "item_id": event.event_id}
     if kind == "TRANSACTIONS.SYNC_UPDATES_AVAILABLE":
         body |= {"initial_update_complete": True, "historical_update_complete": True}

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from app.errors import InvalidPayload
+from app.providers.base import event_id_from
 from app.settings import SourceConfig
 
 
@@ -29,13 +31,18 @@ class SigningError(Exception):
 @dataclass(frozen=True, slots=True)
 class EventToSign:
     """The event to send. `data` replaces the sample's event object (Stripe's
-    `data.object`, the whole body for `hmac`); None keeps the provider's sample."""
+    `data.object`, the whole body for `hmac`); None keeps the provider's sample.
+
+    Where `data` holds the place the provider's event id is read from (hmac's `id`,
+    Mailgun's `event-data.id`...), that id is the event's (`own_id`): `event_id` must then
+    be the same, unless it was made up for want of one (`id_given=False`)."""
 
     event_id: str
     event_type: str
     url: str  # the URL it is posted to: the URL-signing schemes sign it
     data: Any = None
     timestamp: int = field(default_factory=lambda: int(time.time()))
+    id_given: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,26 @@ class SignedRequest:
 
 class Signer(Protocol):
     def __call__(self, source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest: ...
+
+
+def own_id(event: EventToSign, value: object, provider: str, where: str) -> str | None:
+    """The event id `event.data` carries itself, `value`, read from `where` in it, the place
+    the provider's id is read from: None when the data has none there (null or absent), and
+    the signer writes `event.event_id` there. Otherwise the data is sent as given (its id
+    stays a number if it is one) and this text is the event id, which an id given must
+    equal: the body's own id is never rewritten, and a disagreement is one line."""
+    if value is None:
+        return None
+    try:
+        text = event_id_from(value, f"the data's {where}")
+    except InvalidPayload as exc:
+        raise SigningError(f"{provider}: {exc}") from None
+    if event.id_given and text != event.event_id:
+        raise SigningError(
+            f"{provider}: the data has its own {where}, {text!r}, and the id given is "
+            f"{event.event_id!r}: give the same id, or none"
+        )
+    return text
 
 
 def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:

@@ -6,7 +6,7 @@ body a handler would read, the provider's delivery headers, the id, type and tim
 
 | provider | `event.data` replaces | the id the receiver answers with |
 |---|---|---|
-| `hmac` | the body, under `id` and `type` (`created` too, unless the data sets it) | body `id` |
+| `hmac` | the body, under `type` (`id` and `created` too, unless the data sets them) | body `id` |
 | `stripe` | `data.object` | body `id` |
 | `github` | the whole payload | `X-GitHub-Delivery` |
 | `shopify` | the whole body (the order, product...) | `X-Shopify-Event-Id` |
@@ -21,7 +21,10 @@ body a handler would read, the provider's delivery headers, the id, type and tim
 | `dropbox` | the whole body (`list_folder`, `delta`) | digest |
 | `xero` | `events[0]` | digest (the event id sets the body's `entropy`) |
 
-The event id lands where the provider puts its id: that body field or header. *Digest*
+The event id lands where the provider puts its id: that body field or header. Only
+`hmac`'s data holds that place (its `id`): an id of its own there stays as given and is
+the event id, which an id given must equal (`base.own_id`); in the others the data's own
+`id` is data (an order's, a subscription's), never the event's. *Digest*
 is `sha256:` + the hex SHA-256 of the body, for the providers that send no id: there the
 event id shapes the sample (its ids are derived from it) and the body holds no clock, so
 the same event id gives the same body (a duplicate) and another id another body.
@@ -52,7 +55,15 @@ from workers.signing import (
     header_hmac_shop,
     header_hmac_signed_ids,
 )
-from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
+from workers.signing.base import (
+    EventToSign,
+    Keys,
+    SignedRequest,
+    Signer,
+    hex_hmac,
+    own_id,
+    require_secret,
+)
 from workers.signing.hmac_envelope import compact, number, object_data, type_or
 
 
@@ -64,18 +75,22 @@ def hmac_signature(key: bytes, body: bytes) -> str:
 
 
 def sign_hmac(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
-    """`{"id", "type", "created", ...data}`; `created` is checked for freshness."""
+    """`{"id", "type", "created", ...data}`; `created` is checked for freshness. The data's
+    own `id`, when it has one, is the event id and stays as given."""
     key = require_secret(keys, source)
     kind = type_or(event, "hmac")
     data = object_data(event, "hmac", "the body (under id and type)")
     if data is None:
         order = f"ord_{number(event.event_id, 'hmac-order', 6)}"
         data = {"data": {"order_id": order, "total": "49.99", "currency": "USD"}}
+    own = own_id(event, data.get("id"), "hmac", "id")
     payload = {"id": event.event_id, "type": kind, "created": event.timestamp, **data}
-    payload.update(id=event.event_id, type=kind)
+    payload["type"] = kind
+    if own is None:
+        payload["id"] = event.event_id  # over an `"id": null` too
     body = compact(payload)
     headers = {"Content-Type": "application/json", "X-Signature-256": hmac_signature(key, body)}
-    return SignedRequest(event.url, headers, body, event.event_id)
+    return SignedRequest(event.url, headers, body, own or event.event_id)
 
 
 SIGNERS: dict[str, Signer] = {

@@ -16,7 +16,9 @@ Where the signer puts each value the recipe reads:
 
 For a `recipe` source, `data` is the whole body: a JSON value (an object wherever a
 `json:` locator must be written into it) or, for `"payload": "form"`, an object of
-strings; the id, type and timestamp are set over it where the recipe reads them. Without
+strings; the type and timestamp are set over it where the recipe reads them, and the id
+unless the data has its own at the recipe's `json:` id locator: that one stays as given and
+is the event id, which an id given must equal (`base.own_id`). Without
 `data` the body is a JSON object (or form) holding just those, and the id, when the
 recipe reads it from elsewhere, at the first `json:` id locator or else at `id`, so two
 events are two bodies.
@@ -28,6 +30,7 @@ import base64
 import copy
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -54,6 +57,7 @@ from workers.signing.base import (
     Signer,
     SigningError,
     hmac_digest,
+    own_id,
     require_secret,
 )
 from workers.signing.envelope import Envelope, dumps, header_value, iso, set_header
@@ -146,8 +150,11 @@ def sign_with_recipe(
     event: EventToSign,
     keys: Keys,
     envelope: Envelope,
+    *,
+    id_in_body: bool = False,
 ) -> SignedRequest:
-    """The envelope, with the id, type and timestamp placed where `recipe` reads them, signed."""
+    """The envelope, with the id, type and timestamp placed where `recipe` reads them, signed;
+    the id not where the body holds its own already (`id_in_body`)."""
     require_secret(keys, source)
     key = decode_secret(keys.secret, recipe.secret_encoding)
     if key is None:
@@ -172,7 +179,8 @@ def sign_with_recipe(
         number = int(values["timestamp"]) if in_body else values["timestamp"]
         place(recipe.timestamp, number, "timestamp")
     values["id"] = event.event_id
-    place(recipe.id[0], event.event_id, "event id")
+    if not id_in_body:
+        place(recipe.id[0], event.event_id, "event id")
     for locator in recipe.type:
         place(locator, event.event_type, "type")
     if form:
@@ -209,8 +217,17 @@ def sign_recipe(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedR
         recipe = load_recipe(source)
     except ConfigError as exc:
         raise SigningError(str(exc)) from None
+    own = None
+    first = recipe.id[0]
+    if event.data is not None and first.origin == Origin.JSON:
+        # `data` is the whole body: an id of its own where the recipe reads it stands.
+        own = own_id(event, json_path(event.data, first.name), source.name, first.name)
+    if own is not None:
+        event = replace(event, event_id=own)
     envelope = plain_envelope(recipe, event)
-    return sign_with_recipe(recipe, source.name, source, event, keys, envelope)
+    return sign_with_recipe(
+        recipe, source.name, source, event, keys, envelope, id_in_body=own is not None
+    )
 
 
 def preset_signer(name: str) -> Signer:

@@ -3,15 +3,17 @@
 the body (Mailgun, Adyen, Braintree): each the mirror of its verifier in `app/providers/`.
 
 What `data` is for each (None keeps the sample), where the event id goes and which id the
-receiver answers with; the id, type and timestamp are always set where the provider
-carries them, over any value `data` holds there:
+receiver answers with; the type and timestamp are always set where the provider carries
+them, over any value `data` holds there. The id is too, unless `data` has its own there
+(HubSpot's `eventId`, Mailgun's `id`, Adyen's `pspReference`): that one is sent as given
+and is the event id, which an id given must equal (`base.own_id`).
 
 | provider | `data` | event id sent as | answered id | type sent as |
 |---|---|---|---|---|
 | `twilio` | form fields added to the sample's, or replacing them (`ErrorCode`, `Body`, `To`...) | `I-Twilio-Idempotency-Token`; `MessageSid` derives from it | the id | `MessageStatus`, `SmsStatus` |
-| `hubspot` | the event's fields besides `eventId`, `subscriptionType`, `attemptNumber` (`objectId`, `propertyName`, `propertyValue`, `occurredAt`...) | `eventId` (a number when it is digits) | `sha256:` digest of the batch | `subscriptionType` |
-| `mailgun` | `event-data` besides `id`, `event`, `timestamp` | `event-data.id` | the id | `event-data.event` |
-| `adyen` | the `NotificationRequestItem` besides `pspReference`, `eventCode`, `additionalData.hmacSignature` (`amount`, `merchantReference`, `success`, `additionalData`...) | `pspReference` | `pspReference:eventCode:success` | `eventCode` |
+| `hubspot` | the event's fields besides `subscriptionType`, `attemptNumber` (`objectId`, `propertyName`, `propertyValue`, `occurredAt`...; its own `eventId`) | `eventId` (a number when it is digits) | `sha256:` digest of the batch | `subscriptionType` |
+| `mailgun` | `event-data` besides `event`, `timestamp` (its own `id`) | `event-data.id` | the id | `event-data.event` |
+| `adyen` | the `NotificationRequestItem` besides `eventCode`, `additionalData.hmacSignature` (`amount`, `merchantReference`, `success`, `additionalData`...; its own `pspReference`) | `pspReference` | `pspReference:eventCode:success` | `eventCode` |
 | `braintree` | the `<subject>`, as an object of XML elements (`{"subscription": {"id": "s1"}}`) | the sample subject's `<id>` (Braintree sends no id) | `sha256:` digest of `bt_payload` | `<kind>` |
 
 HubSpot's and Braintree's ids are digests, so their bodies hold no clock (HubSpot's sample
@@ -39,6 +41,7 @@ from workers.signing.base import (
     SigningError,
     b64_hmac,
     hex_hmac,
+    own_id,
     require_secret,
 )
 from workers.signing.braintree_xml import sign_braintree
@@ -121,8 +124,10 @@ def sign_hubspot(source: SourceConfig, event: EventToSign, keys: Keys) -> Signed
     if event.event_type.endswith(".propertyChange"):
         sample.update(propertyName="email", propertyValue="alice@example.com")
     fields = sample if event.data is None else object_data(event.data, "hubspot", "one event")
-    event_id: int | str = event.event_id
-    if event.event_id.isdigit() and str(int(event.event_id)) == event.event_id:
+    event_id: object = event.event_id
+    if own_id(event, fields.get("eventId"), "hubspot", "eventId") is not None:
+        event_id = fields["eventId"]  # the data's own, as given
+    elif event.event_id.isdigit() and str(int(event.event_id)) == event.event_id:
         event_id = int(event.event_id)  # HubSpot's eventId is a number
     item = {
         "eventId": event_id,
@@ -167,21 +172,23 @@ def sign_mailgun(source: SourceConfig, event: EventToSign, keys: Keys) -> Signed
         "user-variables": {},
     }
     fields = sample if event.data is None else object_data(event.data, "mailgun", "event-data")
+    own = own_id(event, fields.get("id"), "mailgun", "id")
+    event_id = own or event.event_id
     stamp = str(event.timestamp)
-    token = hashlib.sha256(f"{event.event_id}\n{stamp}".encode()).hexdigest()[:50]
+    token = hashlib.sha256(f"{event_id}\n{stamp}".encode()).hexdigest()[:50]
     signed = {
         "timestamp": stamp,
         "token": token,
         "signature": hex_hmac(key, (stamp + token).encode()),
     }
     data = {
-        "id": event.event_id,
+        "id": fields["id"] if own is not None else event.event_id,
         "timestamp": float(event.timestamp),
         "event": event.event_type,
         **{k: v for k, v in fields.items() if k not in ("id", "timestamp", "event")},
     }
     body = dumps({"signature": signed, "event-data": data}, "mailgun")
-    return SignedRequest(event.url, dict(JSON), body, event.event_id)
+    return SignedRequest(event.url, dict(JSON), body, event_id)
 
 
 # --- Adyen -------------------------------------------------------------------------------
@@ -232,8 +239,10 @@ def sign_adyen(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRe
     fields = sample if event.data is None else object_data(event.data, "adyen", "the item")
     extra = fields.get("additionalData")
     extra = {} if extra is None else object_data(extra, "adyen", "additionalData")
+    own = own_id(event, fields.get("pspReference"), "adyen", "pspReference")
     item = {k: v for k, v in fields.items() if k not in ("pspReference", "eventCode")}
-    item.update(pspReference=event.event_id, eventCode=event.event_type)
+    item.update(pspReference=fields["pspReference"] if own is not None else event.event_id)
+    item.update(eventCode=event.event_type)
     signature = b64_hmac(key, adyen_signing_string(item).encode())
     item["additionalData"] = {**extra, "hmacSignature": signature}
     body = dumps(

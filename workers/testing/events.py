@@ -30,7 +30,7 @@ from app.settings import Settings, SourceConfig
 from workers.dev.devkeys import signing_pem
 from workers.event import Event
 from workers.runtime.job_event import event_of
-from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest
+from workers.signing import PRIVATE_KEY_PROVIDERS, SIGNERS, EventToSign, Keys, SignedRequest
 from workers.signing.defaults import DEFAULT_TYPE
 from workers.testing.settings import FixtureSettings
 
@@ -73,16 +73,29 @@ def sign(
 ) -> SignedRequest:
     """`source`'s provider's request for one event. `payload` is what `webhooks send
     --data` takes: the provider's event object (Stripe's `data.object`, the whole body for
-    `hmac`); None keeps the provider's sample. Signed with the source's secret (the first
-    of a rotation list) or `secret`; asymmetric sources with their throwaway key or
-    `private_key` (PEM)."""
+    `hmac`); None keeps the provider's sample. Where the payload holds the provider's
+    event id (hmac's `id`...), that id is the event's, and `id` must be the same or None.
+    Signed with the source's secret (the first of a rotation list) or `secret`;
+    asymmetric sources with their throwaway key or `private_key` (PEM): the other is
+    refused, as it would sign nothing."""
     config = source_of(setup.settings, source)
+    if secret is not None and config.provider in PRIVATE_KEY_PROVIDERS:
+        raise WebhookTestError(
+            f"secret= cannot apply to source {source!r}: {config.provider} signs with a "
+            "private key (private_key=, PEM), not a secret"
+        )
+    if private_key is not None and config.provider not in PRIVATE_KEY_PROVIDERS:
+        raise WebhookTestError(
+            f"private_key= cannot apply to source {source!r}: {config.provider} signs with "
+            "a secret (secret=), not a private key"
+        )
     event = EventToSign(
         event_id=id or f"evt_test_{secrets.token_hex(6)}",
         event_type=type or DEFAULT_TYPE[config.provider],
         url=url or endpoint(setup.settings, source),
         data=payload,
         timestamp=int(time.time()) if timestamp is None else timestamp,
+        id_given=bool(id),
     )
     if secret is None:
         secret = config.secrets[0].get_secret_value() if config.secrets else ""
