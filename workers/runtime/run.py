@@ -153,7 +153,9 @@ def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
         finally:
             if worker is not None:
                 previous = [*previous[-4:], worker.name]
-                stop_listening(worker)
+                # RQ's teardown stops its command listener only when Redis is there to
+                # unsubscribe from: a rebuilt worker must not leave one behind per outage.
+                worker.stop_listening()
             connection.close()
         # Between two workers, a signal should simply end the process.
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -164,14 +166,6 @@ def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
         time.sleep(delay)
         # Back off a loop that keeps ending by itself; start afresh after one that ran a while.
         delay = 1.0 if time.monotonic() - started > 60 else min(delay * 2, 30.0)
-
-
-def stop_listening(worker: WebhookWorker) -> None:
-    """RQ's teardown stops the worker's command listener (a thread) only when Redis is
-    there to unsubscribe from; a rebuilt worker must not leave one behind per outage."""
-    thread = getattr(worker, "pubsub_thread", None)
-    if thread is not None:
-        thread.stop()
 
 
 def wait_for_redis(settings: Settings, problems: ProblemLog) -> None:

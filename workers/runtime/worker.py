@@ -159,6 +159,22 @@ class WebhookWorker(MaintainedWorker):
             self.horse.close()
             super().teardown()  # type: ignore[no-untyped-call]
 
+    def unsubscribe(self) -> None:
+        # redis-py >= 8.2's PubSubWorkerThread.stop() waits for the thread's loop, which RQ
+        # runs with sleep_time=60: a loop that went back to wait for a message before RQ's
+        # stop() cleared its flag held the stop for a minute (honcho SIGKILLs after 5 s).
+        # Cleared first, the flag ends the loop at the unsubscribe's own reply.
+        self.stop_listening()
+        super().unsubscribe()  # type: ignore[no-untyped-call]
+
+    def stop_listening(self) -> None:
+        """Ends RQ's command listener (a thread) at its next message, without waiting for it.
+        `_running` is redis-py's PubSubWorkerThread internal (8.0-8.2, docs/internals.md),
+        pinned by tests/test_worker_unsubscribe.py."""
+        thread = getattr(self, "pubsub_thread", None)
+        if thread is not None:
+            thread._running.clear()
+
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
         # least a minute before any sweep may retry it.
