@@ -4,21 +4,29 @@
 Pytest loads this for every run in an environment where rq-webhook-receiver is installed,
 before the project's conftest files, so it imports nothing of `app` or `workers` here: in
 a project with a top-level `app` package of its own, our `app` would otherwise be the one
-that project's tests import. The fixtures' code (`workers/testing/`) is imported when a
-test uses one, once `clash.clash()` has found that the `app` and `workers` this process
-imports are ours. When they are not, or the `[testing]` extra is missing, the run stops at
-collection with one line that says why and what to do (exit status 4, a usage error).
+that project's tests import. Two checks say, in one line (exit status 4, a usage error),
+when our `app` and `workers` cannot be the ones a run imports:
+- before any conftest or test module is imported, where the run will import them from
+  (`predict.py`), when the project uses rq-webhook-receiver: its own `app` (the usual
+  FastAPI layout) would otherwise end in a bare ModuleNotFoundError at the first import;
+- at the end of collection, when a test uses a fixture: what this process imports now
+  (`clash.clash()`), and whether the `[testing]` extra is there.
+The fixtures' code (`workers/testing/`) is imported when a test uses one.
 """
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_webhook_receiver.clash import clash
+from pytest_webhook_receiver.predict import Run, predicted_clash
 
 if TYPE_CHECKING:
     from workers.testing.client import ReceiverClient
@@ -47,6 +55,43 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{SETTINGS_MARKER}(**settings): rq-webhook-receiver settings for this test, over the "
         "environment and .env: WEBHOOK_SOURCES='shop:shopify' or webhook_max_retries=0",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Stop the run here, in one line, before the project's conftest and test modules are
+    imported, if the `app` or `workers` they would import are the project's own."""
+    if getattr(early_config.known_args_namespace, "help", False):
+        return
+    problem = predicted_clash(_upcoming(early_config))
+    if problem is not None:
+        raise pytest.UsageError(problem)
+
+
+def _upcoming(config: pytest.Config) -> Run:
+    """The run as pytest will make it (its `_decide_args`, and the options it reads)."""
+    options = config.known_args_namespace
+    here = config.invocation_params.dir
+    given = [str(arg).split("::")[0] for arg in getattr(options, "file_or_dir", None) or ()]
+    if getattr(options, "pyargs", False):  # module names: only those that are paths too
+        given = [arg for arg in given if (here / arg).exists()]
+    paths = [Path(os.path.abspath(here / arg)) for arg in given]
+    if not paths and here == config.rootpath:
+        for pattern in config.getini("testpaths"):
+            found = glob.glob(str(config.rootpath / pattern), recursive=True)
+            paths.extend(Path(os.path.abspath(p)) for p in sorted(found))
+    confcutdir = getattr(options, "confcutdir", None)
+    return Run(
+        invocation_dir=here,
+        rootpath=config.rootpath,
+        args=paths or [here],
+        import_mode=str(getattr(options, "importmode", "prepend")),
+        python_files=list(config.getini("python_files")),
+        norecursedirs=list(config.getini("norecursedirs")),
+        confcutdir=Path(os.path.abspath(confcutdir)) if confcutdir else None,
+        into_virtualenvs=bool(getattr(options, "collect_in_virtualenv", False)),
+        pythonpath=[Path(p) for p in config.getini("pythonpath")],
     )
 
 
