@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import workers
+from pytest_webhook_receiver.clash import Theirs
 from pytest_webhook_receiver.predict import API
+from tests.conftest import ROOT
 from tests.testing.project import (
     ASIDE,
     BILLING,
@@ -267,3 +269,8 @@ def test_plain_pytest_in_importlib_mode_keeps_a_projects_unimported_app_off_the_
 def test_the_handler_api_the_prediction_looks_for_is_what_workers_exports() -> None:
     # A project that imports one of these from `workers` uses rq-webhook-receiver.
     assert set(workers.__all__) == API
+
+
+def test_the_testing_page_shows_the_line_as_the_plugin_says_it() -> None:
+    line = Theirs("app", Path("/home/me/shop/app"), "package").said()
+    assert f"\n  ERROR: {line}\n" in (ROOT / "docs" / "testing.md").read_text()
