@@ -32,7 +32,9 @@ def requirements(extra: str | None) -> set[str]:
 
 def test_the_base_install_registers_the_plugin_under_pytest11() -> None:
     points = distribution("rq-webhook-receiver").entry_points.select(group="pytest11")
-    assert [(p.name, p.value) for p in points] == [("webhook_receiver", "pytest_webhook_receiver")]
+    assert [(p.name, p.value) for p in points] == [
+        ("webhook_receiver", "pytest_webhook_receiver.plugin")
+    ]
 
 
 def test_the_base_install_carries_neither_pytest_nor_fakeredis() -> None:
@@ -49,7 +51,7 @@ def test_the_testing_extra_holds_pytest_and_fakeredis_with_lua_and_the_test_extr
 
 def test_loading_the_plugin_imports_nothing_of_app_or_workers() -> None:
     probe = (
-        "import sys, pytest_webhook_receiver; "
+        "import sys, pytest_webhook_receiver.plugin; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('app', 'workers')))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
+import sys
 import time
 import uuid
+from pathlib import Path
 
 from redis import Redis
 from redis.exceptions import RedisError
@@ -28,6 +31,7 @@ from app.library_logs import route_library_logs
 from app.logs import configure_logging, logger
 from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
+from pytest_webhook_receiver.clash import PACKAGES, on_path
 from workers.registry import registry
 from workers.runtime.recovery import release_previous
 from workers.runtime.reports import flush_reports, reporting, worker_reports
@@ -40,10 +44,14 @@ PROBE_EVERY = 0.5
 def import_handlers(settings: Settings) -> None:
     """Import the modules of WEBHOOK_HANDLERS, whose `@handler`s fill the registry."""
     for module in settings.webhook_handlers:
+        problem = handlers_clash(module)
+        if problem is not None:
+            raise ConfigError(f"WEBHOOK_HANDLERS: cannot import {module!r}: {problem}")
         try:
             importlib.import_module(module)
         except ImportError as exc:
-            raise ConfigError(f"WEBHOOK_HANDLERS: cannot import {module!r}: {exc}") from exc
+            problem = handlers_clash(module, exc) or str(exc)
+            raise ConfigError(f"WEBHOOK_HANDLERS: cannot import {module!r}: {problem}") from exc
     unknown = registry.sources() - set(settings.sources)
     if unknown:
         logger.warning(
@@ -52,6 +60,20 @@ def import_handlers(settings: Settings) -> None:
         )
     if not settings.webhook_handlers:
         logger.warning("WEBHOOK_HANDLERS is empty: every event will be settled as ignored")
+
+
+def handlers_clash(module: str, error: ImportError | None = None) -> str | None:
+    """The project's own `app` or `workers` package that a handler module meets, said in one
+    line with its fix (`pytest_webhook_receiver/clash.py`): before the import, for a module
+    in a package of that name (`app.handlers`: ours is imported already, so theirs is not,
+    or, merged with ours, shares a module name); after a failed one, for a failure on a
+    module of that name (`from app.models import Order` in `hooks`)."""
+    failed = error.name if error is not None else module
+    name = (failed or "").partition(".")[0]
+    if name not in PACKAGES:
+        return None
+    theirs = on_path(name, [Path(entry or os.curdir).absolute() for entry in sys.path])
+    return None if theirs is None else theirs.said(pytest=False)
 
 
 def build_worker(

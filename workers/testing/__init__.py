@@ -1,5 +1,5 @@
 """Testing handlers: what the pytest plugin's fixtures are made of (see
-docs/testing.md). The fixtures come from the entry point `pytest_webhook_receiver`;
+docs/testing.md). The fixtures come from the entry point `pytest_webhook_receiver.plugin`;
 these are the types to annotate a test with:
 
     from workers.testing import Deliver, EventFactory, ReceiverClient, RequestSigner

@@ -1,6 +1,6 @@
-"""What the four fixtures do. The entry point (`pytest_webhook_receiver`) declares them and
-imports this module only once a test uses one and the package check has passed, so that
-merely installing rq-webhook-receiver never puts its `app` in front of a user's own.
+"""What the four fixtures do. The entry point (`pytest_webhook_receiver.plugin`) declares
+them and imports this module only once a test uses one and the package check has passed, so
+that merely installing rq-webhook-receiver never puts its `app` in front of a user's own.
 
 - `webhook_event(source, type=None, payload=None, *, id=, headers=, attempt=1,
   received_at=)` -> the `Event` a handler receives (`events.build_event`);

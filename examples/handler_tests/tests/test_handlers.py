@@ -1,9 +1,11 @@
-"""Testing shop_hooks.py's handlers with rq-webhook-receiver's pytest fixtures."""
+"""Testing myshop's handlers with rq-webhook-receiver's pytest fixtures, and its own app."""
 
 from __future__ import annotations
 
 import pytest
-from shop_hooks import ORDERS, PAID
+from fastapi.testclient import TestClient
+from myshop.handlers import ORDERS, PAID
+from myshop.main import app
 
 from workers.testing import Deliver, EventFactory, ReceiverClient, RequestSigner
 
@@ -48,6 +50,13 @@ def test_the_shop_domain_reaches_the_handler(webhook_event: EventFactory, delive
     )
     deliver(event)
     assert ORDERS[8]["shop"] == "other.myshopify.com"
+
+
+def test_the_projects_own_app_serves_a_synced_order(
+    webhook_event: EventFactory, deliver: Deliver
+) -> None:
+    deliver(webhook_event("shop", "orders/updated", {"id": 9, "updated_at": "2026-05-01T10:00Z"}))
+    assert TestClient(app).get("/orders/9").json()["updated_at"] == "2026-05-01T10:00Z"
 
 
 def test_the_receiver_queues_a_signed_delivery_once(

@@ -1,5 +1,5 @@
-"""The handlers that test_shop_hooks.py tests: a project's own module, loaded by the worker
-with WEBHOOK_HANDLERS=shop_hooks (the README's "Testing your handlers")."""
+"""The project's handlers, loaded by the worker with WEBHOOK_HANDLERS=myshop.handlers, and
+tested by tests/test_handlers.py."""
 
 from __future__ import annotations
 
