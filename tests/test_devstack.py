@@ -106,7 +106,15 @@ def _checkout(tmp_path: Path) -> Path:
     """A scratch checkout sharing this one's .venv and files, with nothing configured."""
     root = tmp_path / "checkout"
     root.mkdir()
-    for name in ("Makefile", "Procfile", "pyproject.toml", ".venv", "examples", "app"):
+    for name in (
+        "Makefile",
+        "Procfile",
+        "pyproject.toml",
+        "constraints.txt",
+        ".venv",
+        "examples",
+        "app",
+    ):
         (root / name).symlink_to(ROOT / name)
     return root
 

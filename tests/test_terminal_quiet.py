@@ -201,7 +201,7 @@ def make_install(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[st
     """`make TARGET` in a scratch checkout whose python is the stand-in above."""
     root = tmp_path / "checkout"
     root.mkdir()
-    for name in ("Makefile", "pyproject.toml"):
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
         (root / name).symlink_to(ROOT / name)
     tools = tmp_path / "bin"
     tools.mkdir()
