@@ -11,6 +11,10 @@ import hashlib
 from dataclasses import dataclass
 
 RQ_QUEUES_SET = "rq:queues"
+# RQ's prefixes of keys named after a run of a job: `rq:execution:<job id>:<execution id>`
+# (a hash, its `worker_name` field naming the worker), and `rq:worker:<name>:executions`.
+RQ_EXECUTION_PREFIX = "rq:execution:"
+RQ_WORKER_PREFIX = "rq:worker:"
 
 
 def job_id_for(source: str, event_id: str) -> str:
@@ -97,6 +101,30 @@ class Keys:
         """Held (with a 61 s expiry, refreshed every second) by the queue's live scheduler."""
         return f"rq:scheduler-lock:{self.queue_name}"
 
+    @property
+    def started(self) -> str:
+        """RQ's started registry (members `<job id>:<execution id>`)."""
+        return f"rq:wip:{self.queue_name}"
+
     @staticmethod
     def job(job_id: str) -> str:
         return f"rq:job:{job_id}"
+
+    @staticmethod
+    def results(job_id: str) -> str:
+        """RQ's results of one job (a stream)."""
+        return f"rq:results:{job_id}"
+
+    @staticmethod
+    def executions(job_id: str) -> str:
+        """RQ's executions of one job (a sorted set of execution ids)."""
+        return f"rq:executions:{job_id}"
+
+    @staticmethod
+    def dependents(job_id: str) -> str:
+        return f"rq:job:{job_id}:dependents"
+
+    @staticmethod
+    def dependencies(job_id: str) -> str:
+        """RQ's name, with its two colons."""
+        return f"rq:job::{job_id}:dependencies"

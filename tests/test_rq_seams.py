@@ -16,7 +16,7 @@ from rq.utils import import_attribute
 
 from app.jobhash import JOB_FUNCTION, JOB_FUNCTIONS, ON_FAILURE
 from app.jobstate import EventStatus, JobMeta
-from app.keys import RQ_QUEUES_SET, Keys, job_id_for
+from app.keys import RQ_EXECUTION_PREFIX, RQ_QUEUES_SET, RQ_WORKER_PREFIX, Keys, job_id_for
 from app.settings import Settings
 from tests.conftest import Harness, drain, event_body
 from workers import Event, handler
@@ -32,6 +32,23 @@ def test_the_keys_the_claim_script_writes_are_rqs_own(redis: Redis) -> None:
     assert keys.job("j1") == Job("j1", connection=redis).key
     assert keys.failed == FailedJobRegistry(queue=queue).key
     assert keys.scheduled == ScheduledJobRegistry(queue=queue).key
+
+
+def test_the_keys_the_purge_script_deletes_are_rqs_own(redis: Redis) -> None:
+    """What `Job.delete()` deletes, as `workers/ops/purge.py` names it."""
+    from rq.executions import WORKER_EXECUTIONS_KEY_TEMPLATE, Execution, ExecutionRegistry
+    from rq.results import Result
+
+    keys = Keys("webhook", "webhooks")
+    job = Job("j1", connection=redis)
+    assert keys.started == StartedJobRegistry(queue=Queue("webhooks", connection=redis)).key
+    assert keys.results("j1") == Result.get_key("j1")
+    assert keys.executions("j1") == ExecutionRegistry("j1", connection=redis).key
+    assert keys.dependents("j1") == job.dependents_key
+    assert keys.dependencies("j1") == job.dependencies_key
+    execution = Execution("x1", "j1", connection=redis, worker_name="w1")
+    assert RQ_EXECUTION_PREFIX + execution.composite_key == execution.key
+    assert WORKER_EXECUTIONS_KEY_TEMPLATE.format("w1") == RQ_WORKER_PREFIX + "w1:executions"
 
 
 def test_the_keys_metrics_read_for_workers_and_the_scheduler_are_rqs_own(redis: Redis) -> None:
