@@ -108,7 +108,7 @@ def test_dead_purge_takes_an_event_id(two_sources: Harness) -> None:
 
 def test_a_name_of_no_dead_letter_is_reported_as_given(two_sources: Harness) -> None:
     result = webhooks("dead", "requeue", "evt_2", "inbound/evt_9")
-    assert result.exit_code == 1 and result.stdout == "requeued 1 dead letter\n"
+    assert result.exit_code == 1 and result.stdout == "requeued 1 dead letter, 1 skipped\n"
     assert result.stderr.endswith("\nnot dead letters (skipped): inbound/evt_9\n")
 
 

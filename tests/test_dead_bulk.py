@@ -5,13 +5,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from redis import Redis
 from rq import Queue
+from rq.job import Job
 from rq.registry import FailedJobRegistry
 
-from tests.conftest import SYNC_CRM, webhooks
+from app.keys import job_id_for
+from app.settings import Settings
+from tests.conftest import SYNC_CRM, Harness, webhooks
+from tests.purge_race import (
+    EVENT_ID,
+    EVENT_TYPE,
+    JOB_ID,
+    assert_requeued_and_runs_once,
+    flaky_handler,
+    requeued_before_the_purge_writes,
+)
+from workers.ops.deadletters import DeadLetters
 
 
 @pytest.fixture
@@ -93,3 +106,74 @@ def test_ids_all_and_filters_are_exclusive(dead_letters: list[str], args: list[s
 def test_a_malformed_time_is_refused(dead_letters: list[str]) -> None:
     result = webhooks("dead", "requeue", "--since", "soonish")
     assert result.exit_code == 2 and "neither unix seconds nor an ISO" in result.output
+
+
+def test_a_purge_skips_a_letter_requeued_after_it_was_listed(
+    make_harness: Callable[..., Harness],
+    cli_env: Callable[[Settings], None],
+    redis: Redis,
+    tmp_path: Path,
+) -> None:
+    harness = make_harness(webhook_max_retries=0)
+    cli_env(harness.settings)
+    state = flaky_handler(tmp_path)
+    for event_id in ("evt_other", EVENT_ID):
+        assert harness.event(event_id, EVENT_TYPE).status_code == 200
+    harness.drain()
+    assert redis.zcard("rq:failed:webhooks") == 2
+    with requeued_before_the_purge_writes(harness.settings):
+        result = webhooks("dead", "purge", "--all", "--yes")
+    assert result.stdout == "purged 1 dead letter, 1 skipped\n", result.output
+    assert f"not dead letters (skipped): {JOB_ID}" in result.stderr
+    assert result.exit_code == 1
+    assert redis.exists("rq:job:" + job_id_for("inbound", "evt_other")) == 0
+    assert_requeued_and_runs_once(redis, state, harness.drain)
+
+
+def keys_of(redis: Redis, job_id: str) -> dict[str, bytes]:
+    """Every key that names the job, with the id written `<id>`, and its type."""
+    found = {key.decode(): redis.type(key) for key in redis.keys(f"*{job_id}*")}
+    return {key.replace(job_id, "<id>"): kind for key, kind in found.items()}
+
+
+def test_a_purge_deletes_what_rqs_remove_with_delete_job_deletes(
+    dead_letters: list[str], redis: Redis, make_settings: Callable[..., Settings]
+) -> None:
+    ours, rqs = dead_letters[0], dead_letters[1]
+    before = keys_of(redis, ours)
+    assert before == keys_of(redis, rqs) and "rq:job:<id>" in before
+    assert "rq:results:<id>" in before  # the failure's result, which RQ deletes too
+    registry = FailedJobRegistry("webhooks", connection=redis)
+    registry.remove(Job.fetch(rqs, connection=redis), delete_job=True)
+    assert DeadLetters(make_settings(), redis).purge(ours)
+    assert keys_of(redis, ours) == keys_of(redis, rqs) == {}
+    assert set(registry.get_job_ids()) == set(dead_letters[2:])
+    # The ledger records stay as they were: dead, each with its payload for a replay.
+    for event_id in ("e0", "e1"):
+        record = f"webhook:event:inbound:{event_id}"
+        assert redis.hget(record, "status") == b"dead" and redis.hexists(record, "payload")
+    assert webhooks("dead", "purge", ours).exit_code == 1  # no longer a dead letter
+
+
+def test_a_purge_deletes_a_dead_letters_executions_as_rq_does(
+    dead_letters: list[str], redis: Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """A dead letter with an execution still registered (its worker died as it settled):
+    the purge deletes it as RQ's `Job.delete()` does, from the started registry and from
+    its worker's set too."""
+    ours, rqs = dead_letters[0], dead_letters[1]
+    live = time.time() + 60
+    for job_id in (ours, rqs):
+        member = f"{job_id}:x1"
+        fields = {"id": "x1", "worker_name": "w1", "created_at": 1, "last_heartbeat": 1}
+        redis.hset(f"rq:execution:{member}", mapping=fields)
+        redis.zadd(f"rq:executions:{job_id}", {"x1": live})
+        redis.zadd("rq:wip:webhooks", {member: live})
+        redis.sadd("rq:worker:w1:executions", member)
+    redis.sadd("rq:worker:w1:executions", "other:x2")
+    registry = FailedJobRegistry("webhooks", connection=redis)
+    registry.remove(Job.fetch(rqs, connection=redis), delete_job=True)
+    assert DeadLetters(make_settings(), redis).purge(ours)
+    assert keys_of(redis, ours) == keys_of(redis, rqs) == {}
+    assert redis.zcard("rq:wip:webhooks") == 0
+    assert redis.smembers("rq:worker:w1:executions") == {b"other:x2"}

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import unescape
+from pathlib import Path
 
 import pytest
 from redis import Redis
@@ -17,6 +18,14 @@ from rq.registry import FailedJobRegistry
 from app.keys import job_id_for
 from tests.conftest import AUTH, event_body
 from tests.events_site import ORIGIN, Site, make_site, table
+from tests.purge_race import (
+    EVENT_ID,
+    EVENT_TYPE,
+    JOB_ID,
+    assert_requeued_and_runs_once,
+    flaky_handler,
+    requeued_before_the_purge_writes,
+)
 from workers import Event, handler
 from workers.ops.deadletters import DeadLetters
 from workers.ops.events_page import search
@@ -243,3 +252,19 @@ def test_a_result_sentence_is_made_of_counts_only(letters: Letters) -> None:
     assert 'id="bulk-done"' not in page and "<i>9" not in page
     page = letters.site.get("/events", bulk="requeue", done="9", gone="1", unmatched="0")
     assert "9 requeued, 1 skipped: no longer a dead letter." in page
+
+
+def test_a_purge_skips_a_letter_requeued_between_its_check_and_its_delete(
+    letters: Letters, tmp_path: Path
+) -> None:
+    state = flaky_handler(tmp_path)
+    letters.fail(EVENT_ID, EVENT_TYPE)
+    _, action, fields = letters.confirm("purge")
+    assert set(fields["jobs"].split()) == {inbound("evt_f1"), inbound("evt_f2"), JOB_ID}
+    with requeued_before_the_purge_writes(letters.site.harness.settings):
+        location = letters.post(action, fields)
+    page = letters.site.get(location)
+    done = re.search(r'<div id="bulk-done"[^>]*>([^<]*)</div>', page)
+    assert done is not None and done.group(1) == "2 purged, 1 skipped: no longer a dead letter."
+    assert not letters.dead() & {inbound("evt_f1"), inbound("evt_f2"), JOB_ID}
+    assert_requeued_and_runs_once(letters.redis, state, letters.site.harness.drain)

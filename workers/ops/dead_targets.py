@@ -136,11 +136,14 @@ def report_missing(targets: Targets, found: set[str]) -> None:
 
 
 def apply_each(action: Callable[[str], bool], targets: Targets, did: str, as_json: bool) -> None:
-    """Act on each target; name those that were not dead letters and exit 1 after the rest."""
+    """Act on each target; count and name those that were not dead letters, or no longer
+    (requeued or purged since they were listed), and exit 1 after the rest."""
     done = {job_id for job_id in targets.job_ids if action(job_id)}
     missing = [job_id for job_id in targets.job_ids if job_id not in done]
     if as_json:
         click.echo(json.dumps({did: len(done), "not_dead_letters": missing}))
     else:
-        click.echo(f"{did} {plural(len(done), 'dead letter')}")
+        # Skipped: not a dead letter when named, or no longer one (requeued meanwhile).
+        skipped = f", {len(missing)} skipped" if missing else ""
+        click.echo(f"{did} {plural(len(done), 'dead letter')}{skipped}")
     report_missing(targets, done)

@@ -22,6 +22,7 @@ from app.logs import log_state
 from app.settings import Settings
 from app.turns import FAILURES, HandlerState
 from workers.ops.ledger import EventLedger
+from workers.ops.purge import Purge
 from workers.ops.turns_view import attempts_json, states_json, turns_json
 from workers.runtime.outcomes import meta_of, read_event, record
 from workers.runtime.retries import restore_budget
@@ -117,6 +118,7 @@ class DeadLetters:
         self.connection = connection
         self.queue = Queue(settings.webhook_queue, connection=connection)
         self.registry = FailedJobRegistry(queue=self.queue)
+        self.purger = Purge(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
 
     def ids(self) -> list[str]:
         return [str(i) for i in self.registry.get_job_ids(cleanup=False)]
@@ -181,12 +183,10 @@ class DeadLetters:
         return True
 
     def purge(self, job_id: str) -> bool:
-        """Delete one dead letter for good. Its event id stays claimed until the TTL ends."""
-        job = self.get(job_id)
-        if job is None:
-            return False
-        self.registry.remove(job, delete_job=True)
-        return True
+        """Delete one dead letter for good; False when it is not one, or no longer (requeued
+        since it was listed: then it is left whole). Its event id stays claimed until the
+        TTL ends. One atomic step (`purge.py`), as for every purge."""
+        return self.purger(job_id)
 
     def show(self, job_id: str) -> dict[str, Any] | None:
         job = self.get(job_id)
