@@ -12,6 +12,15 @@ from redis import Redis
 from app.keys import job_id_for
 from app.settings import ConfigError, Settings
 from tests.conftest import AUTH, Harness
+from tests.purge_race import (
+    EVENT_ID,
+    EVENT_TYPE,
+    JOB_ID,
+    Flaky,
+    assert_requeued_and_runs_once,
+    flaky_handler,
+    requeued_before_the_purge_writes,
+)
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
 from workers.ops.dashboard_guard import (
@@ -224,3 +233,46 @@ def test_one_loader_transforms_the_templates_it_wraps_by_name() -> None:
     assert environment.get_template("events/b.html").render() == "<%= X %>"
     assert seen == ["rq_dashboard/a.html", "events/b.html"]
     assert loader.list_templates() == inner.list_templates()
+
+
+# --- deleting dead letters: only what is still one, in the same atomic step -------------
+
+
+@pytest.fixture
+def raced_letter(make_harness: Callable[..., Harness], tmp_path: Path) -> tuple[Harness, Flaky]:
+    harness = make_harness(webhook_max_retries=0)
+    state = flaky_handler(tmp_path)
+    assert harness.event(EVENT_ID, EVENT_TYPE).status_code == 200
+    harness.drain()
+    assert failed_ids(harness.redis) == [JOB_ID.encode()]
+    return harness, state
+
+
+def test_deleting_a_dead_letter_requeued_meanwhile_deletes_nothing(
+    raced_letter: tuple[Harness, Flaky], caplog: pytest.LogCaptureFixture
+) -> None:
+    harness, state = raced_letter
+    client = create_dashboard(harness.settings).test_client()
+    with requeued_before_the_purge_writes(harness.settings):
+        response = client.post(f"/job/{JOB_ID}/delete", auth=AUTH, headers=ORIGIN)
+    assert response.status_code == 409, response.status_code
+    assert "no longer a dead letter" in response.get_data(as_text=True)
+    assert not [r for r in caplog.records if r.getMessage() == "dashboard action"]
+    assert_requeued_and_runs_once(harness.redis, state, harness.drain)
+
+
+def test_emptying_the_dead_letters_skips_one_requeued_meanwhile(
+    raced_letter: tuple[Harness, Flaky], caplog: pytest.LogCaptureFixture
+) -> None:
+    harness, state = raced_letter
+    assert harness.event("evt_other", EVENT_TYPE).status_code == 200
+    harness.drain()
+    client = create_dashboard(harness.settings).test_client()
+    with requeued_before_the_purge_writes(harness.settings):
+        response = client.post("/queue/webhooks/failed/empty", auth=AUTH, headers=ORIGIN)
+    assert response.status_code == 200 and response.get_json()["status"] == "OK"
+    assert failed_ids(harness.redis) == []
+    [line] = [r for r in caplog.records if r.getMessage() == "dashboard action"]
+    logged = (line.action, line.registry, line.count, line.skipped)  # type: ignore[attr-defined]
+    assert logged == ("empty", "failed", 1, 1)
+    assert_requeued_and_runs_once(harness.redis, state, harness.drain)

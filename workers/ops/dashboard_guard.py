@@ -13,6 +13,12 @@ rq-dashboard 0.9 has three holes this module closes:
   dashboard's own origin (Origin, or else Referer).
 - Emptying or deleting jobs that have not run yet deletes acknowledged events for good.
   For the webhook queue, only settled jobs (failed, finished, canceled) can be deleted.
+- It deletes a dead letter with `Job.delete()` after reading it, and empties the failed list
+  by deleting each id it read: one requeued in between (by another operator, the command,
+  the Events page) lost its hash and its queue entry while its record said queued. For the
+  webhook queue, the guard answers these itself with the purge every other path uses
+  (`purge.py`), which deletes a job only if it is still a dead letter, in the same atomic
+  step; one requeued meanwhile is left whole (a 409 for one, counted as skipped in an empty).
 Each accepted action writes one log line naming what it acts on and how many jobs.
 """
 
@@ -23,20 +29,24 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, jsonify, request
 from jinja2 import BaseLoader, Environment
 from redis import Redis
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
+from app.keys import Keys
 from app.logs import logger
+from workers.ops.purge import Purge
 
 _DIV_TEXT_HTML = re.compile(r"<%=\s*\$\('<div/>'\)\.text\((.+?)\)\.html\(\)\s*%>")
 _RAW = "<%="
 # Registries whose jobs have settled: deleting them loses no event that has not run.
 SETTLED = {"failed", "finished", "canceled"}
 SETTLED_STATUSES = {JobStatus.FAILED, JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.STOPPED}
+# The statuses of a job in the failed registry: a dead letter, deleted by our purge.
+DEAD_STATUSES = {JobStatus.FAILED, JobStatus.STOPPED}
 
 
 def escape_interpolations(source: str) -> str:
@@ -133,6 +143,8 @@ class ActionGuard:
                 f"emptying {registry!r} of the webhook queue would delete acknowledged events "
                 "that have not run; only failed, finished and canceled can be emptied",
             )
+        if queue_name == self.queue_name and registry == "failed" and _deletes():
+            return self._purge_all()
         queue = Queue(queue_name, connection=self.connection())
         count = queue.count if registry == "queued" else _registry_count(queue, registry)
         log_action("empty", queue=queue_name, registry=registry, count=count)
@@ -143,13 +155,50 @@ class ActionGuard:
             job = Job.fetch(job_id, connection=self.connection())
         except NoSuchJobError:
             return None  # rq-dashboard answers this itself
-        if job.origin == self.queue_name and job.get_status() not in SETTLED_STATUSES:
+        status = job.get_status() if job.origin == self.queue_name else None
+        if status in DEAD_STATUSES and _deletes():
+            return self._purge_one(job_id)
+        if status is not None and status not in SETTLED_STATUSES:
             return _refuse(
                 403,
                 "this event has not settled; deleting it would lose an acknowledged event",
             )
         log_action("delete", queue=job.origin, job_id=job_id, count=1)
         return None
+
+    def _purge(self) -> Purge:
+        # Only RQ's keys of the queue are named: no prefix of ours.
+        return Purge(Keys("", self.queue_name), self.connection())
+
+    def _purge_one(self, job_id: str) -> Response:
+        if not self._purge()(job_id):
+            return _refuse(
+                409,
+                "this event is no longer a dead letter (requeued meanwhile): nothing was deleted",
+            )
+        log_action("delete", queue=self.queue_name, job_id=job_id, count=1)
+        return _answer()
+
+    def _purge_all(self) -> Response:
+        purge = self._purge()
+        listed = Queue(self.queue_name, connection=self.connection()).failed_job_registry
+        job_ids = [str(i) for i in listed.get_job_ids(cleanup=False)]
+        purged = sum(purge(job_id) for job_id in job_ids)
+        skipped = len(job_ids) - purged
+        log_action("empty", queue=self.queue_name, registry="failed", count=purged, skipped=skipped)
+        return _answer()
+
+
+def _deletes() -> bool:
+    """rq-dashboard's delete and empty are on (else it answers them itself: disabled)."""
+    return not current_app.config.get("RQ_DASHBOARD_DISABLE_DELETE")
+
+
+def _answer() -> Response:
+    """rq-dashboard's own answer to a delete or an empty that was done."""
+    response = jsonify(status="OK")
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _registry_count(queue: Queue, registry: str) -> int:
