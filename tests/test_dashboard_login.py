@@ -209,3 +209,43 @@ def test_a_guesser_with_more_addresses_than_remembered_never_flushes_a_lockout(
     assert dashboard.login(AUTH[1], address=addresses[0]).status_code == 429
     # The addresses it could not remember share one record, locked like any other.
     assert dashboard.login(AUTH[1], address="10.9.9.9").status_code == 429
+
+
+# --- what a guesser cannot escape: the address is the brake's, not the request's ----
+
+
+def test_rotating_user_names_does_not_escape_the_brake(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES)
+    for user in (AUTH[0], "root", "admin"):
+        refused = dashboard.login("another-guess", user=user)
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] == "1"
+
+
+def test_rotating_the_low_64_bits_does_not_escape_the_brake(dashboard: Dashboard) -> None:
+    for n in range(FREE_FAILURES):
+        assert dashboard.login("a-guess", address=f"2001:db8:1:2::{n + 1:x}").status_code == 401
+    for low in ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2:1234:5678:9abc:def0"):
+        assert dashboard.login("a-guess", address=low).status_code == 429
+    assert dashboard.login("a-guess", address="2001:db8:1:3::1").status_code == 401
+
+
+def test_an_ipv4_mapped_ipv6_address_is_braked_as_its_ipv4_address(dashboard: Dashboard) -> None:
+    dashboard.fail(FREE_FAILURES, address="::ffff:" + GUESSER)
+    assert dashboard.login("a-guess", address=GUESSER).status_code == 429
+
+
+def test_spoofed_forwarding_headers_do_not_escape_the_brake(dashboard: Dashboard) -> None:
+    for n in range(FREE_FAILURES + 3):
+        spoofed = {
+            "X-Forwarded-For": f"192.0.2.{n}",
+            "X-Real-IP": f"192.0.2.{n}",
+            "Forwarded": f"for=192.0.2.{n}",
+        }
+        response = dashboard.client.get(
+            PAGE,
+            auth=(AUTH[0], "a-guess"),
+            headers=spoofed,
+            environ_base={"REMOTE_ADDR": GUESSER},
+        )
+        assert response.status_code == (401 if n < FREE_FAILURES else 429)
