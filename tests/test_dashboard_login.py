@@ -1,6 +1,6 @@
 """The dashboard's login, from a guesser's side: failures are logged, a client that keeps
-failing is locked out (429, Retry-After), others are not, the right password always gets
-in, and memory stays bounded."""
+failing is locked out (429, Retry-After, its right password too), others are not, however
+many addresses the guesser has, and memory stays bounded."""
 
 from __future__ import annotations
 
@@ -272,11 +272,24 @@ def test_thousands_of_addresses_through_the_app_do_not_lock_out_the_right_passwo
     assert admitted == [200] * 30
 
 
-def test_the_right_password_gets_in_from_a_locked_out_address(dashboard: Dashboard) -> None:
-    # The attacker's side: an address they share with an operator (a proxy, a NAT, a /64).
-    dashboard.fail(FREE_FAILURES + 1)
+def test_a_locked_out_client_is_refused_its_right_password_too_until_the_lockout_ends(
+    dashboard: Dashboard,
+) -> None:
+    # An address an operator shares with a guesser (a proxy, a NAT, a /64) is one client:
+    # once locked out it is refused before its credentials are looked at, so a guesser
+    # learns nothing from a refusal, and the operator waits out the lockout.
+    dashboard.fail(FREE_FAILURES)
+    wrong, right = dashboard.login("a-guess"), dashboard.login(AUTH[1])
+    mapped = dashboard.login(AUTH[1], address="::ffff:" + GUESSER)
+    for refused in (wrong, right, mapped):
+        assert refused.status_code == 429
+        assert refused.headers["Retry-After"] == "1"
+        assert "WWW-Authenticate" not in refused.headers
+    assert right.get_data() == wrong.get_data()
+    dashboard.clock.now += 1
     assert dashboard.login(AUTH[1]).status_code == 200
-    assert dashboard.login(AUTH[1], address="::ffff:" + GUESSER).status_code == 200
+    # ... and the failures are forgotten.
+    assert dashboard.fail(FREE_FAILURES) == [401] * FREE_FAILURES
 
 
 def test_the_brakes_records_stay_bounded_and_the_oldest_goes_first() -> None:
@@ -288,8 +301,27 @@ def test_the_brakes_records_stay_bounded_and_the_oldest_goes_first() -> None:
             brake.failed(_ipv4(n))
     assert brake.remembered == 100
     # The newest are still locked out; the oldest were evicted, not pooled.
-    assert isinstance(brake.failed(_ipv4(999)), login_brake.Refused)
+    assert brake.locked(_ipv4(999)) > 0
+    assert brake.locked(_ipv4(0)) == 0
     assert brake.failed(_ipv4(0)) == login_brake.Failure(1, 0.0, 0)
+
+
+def test_a_client_past_its_free_failures_gets_one_try_per_opening_however_concurrent() -> None:
+    clock = Clock()
+    brake = LoginBrake(clock=clock)
+    for _ in range(FREE_FAILURES):
+        brake.failed(GUESSER)
+    clock.now += 1
+    # Two requests at once as the lockout ends: the first may try, the second is refused
+    # until the first is known wrong (the lockout then doubles) or right (it is unlocked).
+    assert brake.locked(GUESSER) == 0
+    assert brake.locked(GUESSER) == 2
+    assert brake.failed(GUESSER) == login_brake.Failure(FREE_FAILURES + 1, 2.0, 1)
+    clock.now += 2
+    assert brake.locked(GUESSER) == 0
+    brake.succeeded(GUESSER)
+    assert brake.locked(GUESSER) == 0
+    assert brake.remembered == 0
 
 
 def _lockout_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -3,8 +3,8 @@
 What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
 - HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`),
-  each failure is logged, and a client that keeps failing gets 429 for its wrong logins
-  for a while (`login_brake.py`); the right login always gets in;
+  each failure is logged, and a client (an IPv4 address, an IPv6 /64) that keeps failing
+  is locked out for a while, its right password refused too (`login_brake.py`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
   jobs that have not run cannot be deleted (`dashboard_guard.py`);
 - a job's metadata reads as lines, times in ISO 8601, the webhook queue's failed list says
@@ -37,7 +37,6 @@ from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page import events_blueprint
 from workers.ops.login_brake import (
     LoginBrake,
-    Refused,
     client_key,
     log_failure,
     log_lockout,
@@ -48,8 +47,8 @@ from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
-# The login brake never refuses the right password, so it does not stop a guesser learning
-# which guesses were wrong: the password's length is what holds.
+# The login brake slows each client (an address, an IPv6 /64); against a guesser with many,
+# only the password's length does.
 MIN_PASSWORD_LENGTH = 16
 
 
@@ -68,7 +67,7 @@ def check_login(settings: Settings) -> tuple[str, str]:
             "can requeue and delete events, so it never runs without a login"
         )
     if len(password) < MIN_PASSWORD_LENGTH:
-        # Against guessing, only the length holds (see MIN_PASSWORD_LENGTH).
+        # The brake slows one client; a guesser with many is slowed only by the length.
         raise ConfigError(
             f"RQ_DASHBOARD_PASSWORD must be at least {MIN_PASSWORD_LENGTH} characters "
             "(e.g. `openssl rand -base64 24`): the dashboard can requeue and delete events"
@@ -106,30 +105,29 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         auth = request.authorization
         if auth is None:  # a browser's first request, before it asks for the login
             return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
+        client = client_key(request.remote_addr)
+        # Refused before the credentials are looked at: right or wrong, a locked-out client
+        # learns nothing, and nothing sleeps in one of waitress's few threads.
+        wait = brake.locked(client)
+        if wait:
+            return Response(
+                f"Too many failed logins from your address: try again in {retry_after(wait)} s\n",
+                429,
+                {"Retry-After": retry_after(wait)},
+                mimetype="text/plain",
+            )
         given_user = (auth.username or "").encode()
         given_password = (auth.password or "").encode()
         # Both comparisons always run, so timing tells nothing about which part was wrong.
         user_ok = hmac.compare_digest(given_user, expected_user)
         password_ok = hmac.compare_digest(given_password, expected_password)
-        client = client_key(request.remote_addr)
-        # The right login gets in before the brake is asked: were it braked too, a guesser
-        # could lock the operators out from the addresses it shares with them.
         if user_ok and password_ok:
             brake.succeeded(client)
             return guard.check()
-        outcome = brake.failed(client)
-        if isinstance(outcome, Refused):
-            # Immediate: nothing sleeps in one of waitress's few threads.
-            wait = retry_after(outcome.wait)
-            return Response(
-                f"Too many failed logins from your address: try again in {wait} s\n",
-                429,
-                {"Retry-After": wait},
-                mimetype="text/plain",
-            )
-        log_failure(request.remote_addr, shown_user(auth.username or "", redact), outcome)
-        if outcome.locked_for:
-            log_lockout(client, outcome)
+        failure = brake.failed(client)
+        log_failure(request.remote_addr, shown_user(auth.username or "", redact), failure)
+        if failure.locked_for:
+            log_lockout(client, failure)
         return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
 
     @app.after_request

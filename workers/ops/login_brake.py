@@ -3,24 +3,31 @@
 Without it, HTTP Basic answers a wrong password at once, about 1,500 guesses a second, and
 nothing is logged. With it:
 - a client is its IPv4 address, or its IPv6 /64 (one host usually holds a whole /64, so
-  rotating the low 64 bits changes nothing); an IPv4-mapped IPv6 address is its IPv4 one;
+  rotating the low 64 bits changes nothing); an IPv4-mapped IPv6 address is its IPv4 one.
+  It is the connection's address, never a forwarding header (the guesser writes those);
 - each failed login writes one log line: the client's address, the user name it gave
   (escaped and shortened: it is the guesser's text), how many failures in a row; never
   the password;
-- after FREE_FAILURES failures in a row, a client is locked out: its wrong logins are
-  answered 429 with Retry-After, counted and folded into its next failure line (a guesser
-  cannot flood the log). Each failure after the lockout ends doubles the next one, up to
-  MAX_LOCKOUT. Each lockout is logged once, as it begins: the client and its length;
-- the right login always gets in, a locked-out client's too, and forgets its failures:
-  the dashboard checks it before asking the brake, so no guesser can lock the operators
-  out, whatever addresses it shares with them. The price: a lockout does not stop a guesser
-  learning that a guess was wrong, so the password's length is what holds against guessing
-  (the dashboard will not start with one under 16 characters);
+- after FREE_FAILURES failures in a row, a client is locked out: every login it tries is
+  answered 429 with Retry-After before its credentials are looked at, so the right
+  password is refused too until the lockout ends, and a guesser learns nothing from a
+  refusal (were the right one let in, a lockout would not slow a guesser at all). The
+  refusals are counted and folded into the client's next failure line (a guesser cannot
+  flood the log). Each failure after a lockout doubles the next one, up to MAX_LOCKOUT;
+  each lockout is logged once, as it begins: the client and its length. The right login
+  forgets the client's failures;
+- a client past its free failures is locked again as it is let try (as if the try failed,
+  until it is known right or wrong), so concurrent requests cannot slip several guesses
+  into one opening;
 - the refusal is immediate, never a sleep: waitress serves the dashboard with 4 threads,
   and a guesser whose requests slept in them would keep the operators out;
 - memory is bounded: at most MAX_CLIENTS clients are remembered, the least recently seen
-  evicted to make room (locked out or not: every client has a record of its own, none is
-  shared by strangers), and a client unseen for FORGET_AFTER seconds is forgotten.
+  evicted to make room (locked out or not), and a client unseen for FORGET_AFTER seconds
+  is forgotten. Every client has a record of its own, none is shared by strangers: a
+  client the brake does not know is never refused, so a guesser cannot lock out the
+  operators from addresses they do not share with it, however many it has. An operator
+  who does share one (a NAT, a proxy, an IPv6 /64) waits out its lockout: MAX_LOCKOUT at
+  most.
 """
 
 from __future__ import annotations
@@ -84,15 +91,9 @@ class Failure:
     refused_while_locked: int
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """A wrong login from a locked-out client: 429, for `wait` more seconds."""
-
-    wait: float
-
-
 class LoginBrake:
-    """Asked only about wrong logins (`failed`) and told of right ones (`succeeded`)."""
+    """Asked whether a client is locked out (`locked`) before its credentials are looked
+    at, then told whether they were wrong (`failed`) or right (`succeeded`)."""
 
     def __init__(
         self,
@@ -114,15 +115,30 @@ class LoginBrake:
         brake, and would be falsy)."""
         return len(self._clients)
 
-    def failed(self, client: str) -> Failure | Refused:
-        """A wrong login from `client`: `Refused` while it is locked out, else the failure,
-        counted (checked and counted at once, so concurrent guesses are each counted)."""
+    def locked(self, client: str) -> float:
+        """0 when `client` may try a login now, else the seconds its lockout has left (the
+        refusal is counted for its next failure line). A client past its free failures is
+        locked again as it is let try, as if this try failed: `failed` then counts it,
+        `succeeded` unlocks it, and its concurrent tries are refused meanwhile."""
         now = self.clock()
         with self._lock:
+            self._forget(now)
+            if client not in self._clients:
+                return 0.0  # a stranger: no record made for it, none shared
             entry = self._seen(client, now)
             if entry.locked_until > now:
                 entry.refused += 1
-                return Refused(entry.locked_until - now)
+                return entry.locked_until - now
+            if entry.failures >= FREE_FAILURES:
+                entry.locked_until = now + lockout(entry.failures + 1)
+            return 0.0
+
+    def failed(self, client: str) -> Failure:
+        """A wrong login from `client`, counted: its failures in a row, the lockout this one
+        begins, the refusals since its previous failure."""
+        now = self.clock()
+        with self._lock:
+            entry = self._seen(client, now)
             entry.failures += 1
             locked_for = lockout(entry.failures)
             entry.locked_until = now + locked_for if locked_for else 0.0
