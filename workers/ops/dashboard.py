@@ -3,8 +3,8 @@
 What differs from `rq-dashboard` run bare:
 - it refuses to start without credentials: the dashboard requeues and deletes events;
 - HTTP Basic credentials are compared in constant time (rq-dashboard compares with `!=`),
-  each failure is logged, and a client that keeps failing is locked out for a while
-  (`login_brake.py`);
+  each failure is logged, and a client (an IPv4 address, an IPv6 /64) that keeps failing
+  is locked out for a while, its right password refused too (`login_brake.py`);
 - every page shows provider-controlled text as text, actions must be same-origin POSTs, and
   jobs that have not run cannot be deleted (`dashboard_guard.py`);
 - a job's metadata reads as lines, times in ISO 8601, the webhook queue's failed list says
@@ -35,12 +35,20 @@ from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_
 from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page import events_blueprint
-from workers.ops.login_brake import LoginBrake, client_key, log_failure, retry_after, shown_user
+from workers.ops.login_brake import (
+    LoginBrake,
+    client_key,
+    log_failure,
+    log_lockout,
+    retry_after,
+    shown_user,
+)
 from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
-# The login brake slows each address; against many, only the password's length does.
+# The login brake slows each client (an address, an IPv6 /64); against a guesser with many,
+# only the password's length does.
 MIN_PASSWORD_LENGTH = 16
 
 
@@ -59,7 +67,7 @@ def check_login(settings: Settings) -> tuple[str, str]:
             "can requeue and delete events, so it never runs without a login"
         )
     if len(password) < MIN_PASSWORD_LENGTH:
-        # The brake slows one address; a guesser with many is slowed only by the length.
+        # The brake slows one client; a guesser with many is slowed only by the length.
         raise ConfigError(
             f"RQ_DASHBOARD_PASSWORD must be at least {MIN_PASSWORD_LENGTH} characters "
             "(e.g. `openssl rand -base64 24`): the dashboard can requeue and delete events"
@@ -98,9 +106,9 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         if auth is None:  # a browser's first request, before it asks for the login
             return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
         client = client_key(request.remote_addr)
-        # Refused before the credentials are looked at: right or wrong, a locked-out
-        # client learns nothing, and nothing sleeps in one of waitress's few threads.
-        wait = brake.admit(client)
+        # Refused before the credentials are looked at: right or wrong, a locked-out client
+        # learns nothing, and nothing sleeps in one of waitress's few threads.
+        wait = brake.locked(client)
         if wait:
             return Response(
                 f"Too many failed logins from your address: try again in {retry_after(wait)} s\n",
@@ -118,6 +126,8 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
             return guard.check()
         failure = brake.failed(client)
         log_failure(request.remote_addr, shown_user(auth.username or "", redact), failure)
+        if failure.locked_for:
+            log_lockout(client, failure)
         return Response("Login required\n", 401, {"WWW-Authenticate": REALM})
 
     @app.after_request

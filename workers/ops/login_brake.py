@@ -1,26 +1,33 @@
-"""A brake on guessing the dashboard's password: per client address, after a few failures.
+"""A brake on guessing the dashboard's password: per client, after a few failures.
 
 Without it, HTTP Basic answers a wrong password at once, about 1,500 guesses a second, and
 nothing is logged. With it:
+- a client is its IPv4 address, or its IPv6 /64 (one host usually holds a whole /64, so
+  rotating the low 64 bits changes nothing); an IPv4-mapped IPv6 address is its IPv4 one.
+  It is the connection's address, never a forwarding header (the guesser writes those);
 - each failed login writes one log line: the client's address, the user name it gave
   (escaped and shortened: it is the guesser's text), how many failures in a row; never
   the password;
 - after FREE_FAILURES failures in a row, a client is locked out: every login it tries is
-  answered 429 with Retry-After, without looking at the credentials, so the right password
-  is refused too until the lockout ends (the standard brake: were it accepted, a lockout
-  would not slow a guesser down at all). Each further failure doubles the lockout, up to
-  MAX_LOCKOUT; a successful login from that client forgets its failures;
+  answered 429 with Retry-After before its credentials are looked at, so the right
+  password is refused too until the lockout ends, and a guesser learns nothing from a
+  refusal (were the right one let in, a lockout would not slow a guesser at all). The
+  refusals are counted and folded into the client's next failure line (a guesser cannot
+  flood the log). Each failure after a lockout doubles the next one, up to MAX_LOCKOUT;
+  each lockout is logged once, as it begins: the client and its length. The right login
+  forgets the client's failures;
+- a client past its free failures is locked again as it is let try (as if the try failed,
+  until it is known right or wrong), so concurrent requests cannot slip several guesses
+  into one opening;
 - the refusal is immediate, never a sleep: waitress serves the dashboard with 4 threads,
-  and a guesser whose requests slept in them would lock every operator out;
-- a locked-out client's next attempt locks it again before its password is compared, so
-  concurrent requests cannot slip several guesses into one opening;
-- memory is bounded: at most MAX_CLIENTS addresses are remembered and a client's failures
-  are forgotten FORGET_AFTER seconds after its last. To make room, a forgotten record goes
-  first, then the least recent one still within its free failures; never one past them,
-  as dropping it would hand its guesser fresh tries (a /48 holds 65,536 /64s). When every
-  record is past them, the addresses not remembered share one record, so a guesser with
-  more addresses than MAX_CLIENTS is braked as one. An IPv6 client counts by its /64,
-  which one host usually holds whole.
+  and a guesser whose requests slept in them would keep the operators out;
+- memory is bounded: at most MAX_CLIENTS clients are remembered, the least recently seen
+  evicted to make room (locked out or not), and a client unseen for FORGET_AFTER seconds
+  is forgotten. Every client has a record of its own, none is shared by strangers: a
+  client the brake does not know is never refused, so a guesser cannot lock out the
+  operators from addresses they do not share with it, however many it has. An operator
+  who does share one (a NAT, a proxy, an IPv6 /64) waits out its lockout: MAX_LOCKOUT at
+  most.
 """
 
 from __future__ import annotations
@@ -69,29 +76,36 @@ def lockout(failures: int) -> float:
 @dataclass(slots=True)
 class _Client:
     failures: int = 0
-    last_failure: float = 0.0
+    last_seen: float = 0.0
     locked_until: float = 0.0
-    refused: int = 0  # attempts answered 429 since the last failure line
+    refused: int = 0  # wrong logins answered 429 since the last failure line
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
+    """A wrong login counted: the client's failures in a row, the lockout this one begins
+    (0 within the free failures), the wrong logins refused since the previous one."""
+
     failures: int
     locked_for: float
     refused_while_locked: int
 
 
 class LoginBrake:
+    """Asked whether a client is locked out (`locked`) before its credentials are looked
+    at, then told whether they were wrong (`failed`) or right (`succeeded`)."""
+
     def __init__(
         self,
         clock: Callable[[], float] = time.monotonic,
         max_clients: int = MAX_CLIENTS,
     ) -> None:
+        if max_clients < 1:
+            raise ValueError("max_clients must be at least 1")
         self.clock = clock
         self.max_clients = max_clients
+        # Least recently seen first.
         self._clients: OrderedDict[str, _Client] = OrderedDict()
-        # Shared by the addresses not remembered while every record is past its free tries.
-        self._overflow = _Client()
         # waitress's threads share it.
         self._lock = threading.Lock()
 
@@ -101,17 +115,17 @@ class LoginBrake:
         brake, and would be falsy)."""
         return len(self._clients)
 
-    def admit(self, client: str) -> float:
-        """0 when `client` may try a login now, else the seconds its lockout has left. A
-        client past its free failures is locked again as it is admitted (as if this try
-        failed): a success unlocks it, and concurrent tries wait their turn."""
+    def locked(self, client: str) -> float:
+        """0 when `client` may try a login now, else the seconds its lockout has left (the
+        refusal is counted for its next failure line). A client past its free failures is
+        locked again as it is let try, as if this try failed: `failed` then counts it,
+        `succeeded` unlocks it, and its concurrent tries are refused meanwhile."""
         now = self.clock()
         with self._lock:
-            entry = self._current(client, now)
-            if entry is None:
-                if self._room(now):
-                    return 0.0
-                entry = self._shared(now)
+            self._forget(now)
+            if client not in self._clients:
+                return 0.0  # a stranger: no record made for it, none shared
+            entry = self._seen(client, now)
             if entry.locked_until > now:
                 entry.refused += 1
                 return entry.locked_until - now
@@ -120,17 +134,12 @@ class LoginBrake:
             return 0.0
 
     def failed(self, client: str) -> Failure:
+        """A wrong login from `client`, counted: its failures in a row, the lockout this one
+        begins, the refusals since its previous failure."""
         now = self.clock()
         with self._lock:
-            entry = self._current(client, now)
-            if entry is None and self._room(now):
-                entry = self._clients[client] = _Client()
-            if entry is None:
-                entry = self._shared(now)
-            else:
-                self._clients.move_to_end(client)
+            entry = self._seen(client, now)
             entry.failures += 1
-            entry.last_failure = now
             locked_for = lockout(entry.failures)
             entry.locked_until = now + locked_for if locked_for else 0.0
             refused, entry.refused = entry.refused, 0
@@ -140,29 +149,28 @@ class LoginBrake:
         with self._lock:
             self._clients.pop(client, None)
 
-    def _current(self, client: str, now: float) -> _Client | None:
-        """The client's record, unless its failures are old enough to forget."""
+    def _seen(self, client: str, now: float) -> _Client:
+        """The client's record, now its most recent: a new one if it had none or was
+        forgotten, the least recently seen evicted to make room."""
+        self._forget(now)
         entry = self._clients.get(client)
-        if entry is not None and now - entry.last_failure > FORGET_AFTER:
-            del self._clients[client]
-            return None
+        if entry is None:
+            while len(self._clients) >= self.max_clients:
+                self._clients.popitem(last=False)
+            entry = self._clients[client] = _Client()
+        else:
+            self._clients.move_to_end(client)
+        entry.last_seen = now
         return entry
 
-    def _room(self, now: float) -> bool:
-        """Room for one more record: a forgotten one goes first, then the least recent one
-        still within its free failures; never one past them (see the module's docstring)."""
-        if len(self._clients) < self.max_clients:
-            return True
-        for key, entry in self._clients.items():
-            if now - entry.last_failure > FORGET_AFTER or entry.failures < FREE_FAILURES:
-                del self._clients[key]
-                return True
-        return False
-
-    def _shared(self, now: float) -> _Client:
-        if now - self._overflow.last_failure > FORGET_AFTER:
-            self._overflow = _Client()
-        return self._overflow
+    def _forget(self, now: float) -> None:
+        """Drops the clients unseen for FORGET_AFTER seconds (oldest first: it stops at the
+        first one seen since)."""
+        while self._clients:
+            oldest = next(iter(self._clients.values()))
+            if now - oldest.last_seen <= FORGET_AFTER:
+                return
+            self._clients.popitem(last=False)
 
 
 def shown_user(given: str, redact: Callable[[str], str]) -> str:
@@ -187,5 +195,19 @@ def log_failure(address: str | None, user: str, failure: Failure) -> None:
             "failures": failure.failures,
             "locked_for": math.ceil(failure.locked_for),
             "refused_while_locked": failure.refused_while_locked,
+        },
+    )
+
+
+def log_lockout(client: str, failure: Failure) -> None:
+    """One line as a lockout begins: the client as the brake keys it (an address or an
+    IPv6 /64) and for how long; never a credential, the user name neither (it could be a
+    password typed into the wrong field)."""
+    logger.warning(
+        "dashboard login locked out",
+        extra={
+            "client": terminal_text(client)[:100],
+            "locked_for": math.ceil(failure.locked_for),
+            "failures": failure.failures,
         },
     )
