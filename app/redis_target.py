@@ -18,10 +18,11 @@ Errors are one line naming the variable, and never quote a password.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlsplit
 
 from app.sources import ConfigError
 
@@ -86,7 +87,7 @@ def parse_target(
     sentinel_password: str | None = None,
 ) -> RedisTarget:
     url = redis_url.strip()
-    parts = urlsplit(url)
+    parts = _split(url)
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
         raise ConfigError(
@@ -144,6 +145,22 @@ def parse_target(
         )
     address = _address(hosts[0] if hosts else "localhost", 6379, "REDIS_URL")
     return RedisTarget(address=address, tls=tls, db=db, node={**node, "db": db})
+
+
+def _split(url: str) -> SplitResult:
+    """The URL's parts, or one line naming REDIS_URL: urllib's own errors are a traceback
+    (an unclosed `[`), and one of them quotes the host part, password included."""
+    try:
+        return urlsplit(url)
+    except ValueError as exc:
+        if "IPv6" in str(exc):
+            raise ConfigError(
+                "REDIS_URL does not parse: an IPv6 host is written in brackets, both of "
+                "them, as in redis://[::1]:6379/0"
+            ) from None
+        raise ConfigError(
+            "REDIS_URL does not parse: it holds characters a URL cannot have"
+        ) from None
 
 
 def _hosts(netloc: str) -> list[str]:
@@ -220,7 +237,11 @@ def safe_where(url: str) -> str:
     try:
         return parse_target(url).where
     except ConfigError:
-        parts = urlsplit(url.strip())
+        try:
+            parts = urlsplit(url.strip())
+        except ValueError:  # urllib's refusal (an unclosed `[`): not even the hosts
+            scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*(?=://)", url.strip())
+            return f"? (a {scheme.group() if scheme else '?'}:// URL that does not parse)"
         # Only the hosts: a mangled URL may carry its password anywhere else.
         hosts = ",".join(_hosts(parts.netloc)) or "?"
         return f"{hosts} (a {parts.scheme or '?'}:// URL that does not parse)"

@@ -8,6 +8,7 @@ config check`); `check_loaded` raises them as one `ConfigError`."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -42,18 +43,49 @@ SECRET_SETTINGS = (
     "SENTRY_DSN",
 )
 # Per-source variables that hold a secret: the signing secret, and Meta's verify token.
-# OTLP's headers carry a collector's token (`authorization=Bearer ...`).
-SECRET_PREFIXES = (
-    "WEBHOOK_SECRET_",
-    "WEBHOOK_VERIFY_TOKEN_",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+SECRET_PREFIXES = ("WEBHOOK_SECRET_", "WEBHOOK_VERIFY_TOKEN_")
+# OTLP's headers, of every signal (OTEL_EXPORTER_OTLP_HEADERS, _TRACES_HEADERS,
+# _METRICS_HEADERS, _LOGS_HEADERS, and any the SDK adds), carry a collector's token
+# (`authorization=Bearer ...`, `api-key=...`): every variable under this prefix naming HEADERS.
+OTLP_PREFIX = "OTEL_EXPORTER_OTLP_"
+# A URL's query option whose name ends with one of these (`_`, `-` and `.` left out, case
+# ignored) carries a credential: `?api-key=`, `?access_token=`, redis-py's `?password=` and
+# `?ssl_password=`, a signed URL's `&X-Amz-Signature=` or `&sig=`. Its value is never shown.
+CREDENTIAL_OPTIONS = (
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "passphrase",
+    "token",
+    "secret",
+    "key",
+    "auth",
+    "authorization",
+    "signature",
+    "sig",
+    "credential",
+    "credentials",
+    "session",
+    "jwt",
+    "bearer",
+    "cookie",
 )
 
 
 def is_secret(name: str) -> bool:
     """A variable whose value is never shown, logged or written where it could be read."""
-    return name in SECRET_SETTINGS or name.startswith(SECRET_PREFIXES)
+    upper = name.upper()
+    return (
+        name in SECRET_SETTINGS
+        or name.startswith(SECRET_PREFIXES)
+        or (upper.startswith(OTLP_PREFIX) and "HEADERS" in upper)
+    )
+
+
+def is_credential_option(name: str) -> bool:
+    """A URL query option (`api-key` in `?api-key=...`) whose value is a credential."""
+    return re.sub(r"[-_.\s]", "", name.lower()).endswith(CREDENTIAL_OPTIONS)
 
 
 def one_line(error: ValidationError) -> str:

@@ -53,6 +53,12 @@ def hostile(event: Event) -> None:
     raise ValueError(f"cannot parse {event.payload.get('note')}")
 
 
+@handler("inbound", "order.echo")
+def echo(event: Event) -> None:
+    # A handler that raises with the payload itself: its keys are the sender's text too.
+    raise ValueError(event.payload)
+
+
 @handler("inbound", "order.leaky")
 def leaky(event: Event) -> None:
     # An error that quotes a configured secret (a client built with it, say).

@@ -140,6 +140,65 @@ def test_a_password_anywhere_in_redis_url_is_masked(
     ]
 
 
+# Each holds a marker that must appear nowhere in the command's output, text or JSON.
+COLLECTOR_SECRETS = {
+    "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20all-signals-m4rker",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-honeycomb-team=traces-m4rker",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "authorization=Bearer%20metrics-m4rker",
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS": "api-key=logs-m4rker",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "https://otlp.example/v1?api-key=endpoint-m4rker&region=eu",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://otlp.example/t?access_token=token-m4rker",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "https://otlp.example/l?X-Amz-Signature=sig-m4rker",
+    "GITHUB_API_BASE": "https://github.example/api?apikey=apikey-m4rker&sig=short-m4rker",
+    "STRIPE_API_BASE": "https://stripe.example/?auth=auth-m4rker;token=semicolon-m4rker",
+}
+
+
+def test_collector_headers_and_credentials_in_a_urls_query_are_masked(
+    checkout: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout(f"WEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}OTEL_TRACES_EXPORTER=otlp\n")
+    for name, value in COLLECTOR_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    text = webhooks("config", "check")
+    as_json = webhooks("config", "check", "--json")
+    for result in (text, as_json):
+        leaked = [m for m in ("m4rker",) if m in result.stdout + result.stderr]
+        assert not leaked, result.output
+    rows = _rows(text.stdout)
+    for name in COLLECTOR_SECRETS:
+        if "HEADERS" in name:
+            assert rows[name] == ("environment", "********")
+    # The option's name stays, and what is no credential: the reader sees which it is.
+    assert rows["OTEL_EXPORTER_OTLP_ENDPOINT"] == (
+        "environment",
+        "https://otlp.example/v1?api-key=********&region=eu",
+    )
+    shown = {s["name"]: s["value"] for s in json.loads(as_json.stdout)["settings"]}
+    assert shown["OTEL_EXPORTER_OTLP_LOGS_HEADERS"] == "********"
+    assert shown["GITHUB_API_BASE"] == "https://github.example/api?apikey=********&sig=********"
+
+
+def test_an_unclosed_bracket_in_redis_url_is_one_line_without_the_password(
+    checkout: Callable[..., Path],
+) -> None:
+    checkout(f"REDIS_URL=redis://:pw-m4rker@[::1/0\nWEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}")
+    text = webhooks("config", "check")
+    as_json = webhooks("config", "check", "--json")
+    for result in (text, as_json):
+        assert result.exit_code == 1
+        assert "Traceback" not in result.output and "m4rker" not in result.output
+    assert text.stderr.splitlines() == [
+        "1 problem found by the checks every process makes at startup:",
+        "  REDIS_URL does not parse: an IPv6 host is written in brackets, both of them, as "
+        "in redis://[::1]:6379/0",
+    ]
+    assert [p for p in json.loads(as_json.stdout)["problems"] if "REDIS_URL" in p] == [
+        "REDIS_URL does not parse: an IPv6 host is written in brackets, both of them, as "
+        "in redis://[::1]:6379/0"
+    ]
+
+
 def test_every_problem_is_listed_at_once_with_a_non_zero_exit(
     checkout: Callable[..., Path],
 ) -> None:

@@ -3,6 +3,9 @@ expected, never the value (it may be a secret, or a URL holding one)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,11 +157,22 @@ def test_the_command_reports_a_malformed_redis_url_in_one_line(
     ]
 
 
+# Each malformed REDIS_URL a process must refuse in one line, and what that line says.
+MALFORMED_REDIS_URLS = {
+    "redis://:hunter2-pass@127.0.0.1:63x79/0": "REDIS_URL: the port of 127.0.0.1 must be a number",
+    # urllib's own error, a traceback before (`ValueError: Invalid IPv6 URL`).
+    "redis://:hunter2-pass@[::1/0": "REDIS_URL does not parse: an IPv6 host is written in",
+}
+
+
+@pytest.mark.parametrize("url", MALFORMED_REDIS_URLS)
 @pytest.mark.parametrize("name", ["web", "worker", "dashboard"])
-def test_every_process_refuses_a_malformed_redis_url_in_one_line(tmp_path: Path, name: str) -> None:
+def test_every_process_refuses_a_malformed_redis_url_in_one_line(
+    tmp_path: Path, name: str, url: str
+) -> None:
     env = {
         "PORT": str(free_port()),
-        "REDIS_URL": "redis://:hunter2-pass@127.0.0.1:63x79/0",
+        "REDIS_URL": url,
         "WEBHOOK_SIGNING_SECRET": SECRET,
         "RQ_DASHBOARD_USERNAME": AUTH[0],
         "RQ_DASHBOARD_PASSWORD": AUTH[1],
@@ -169,6 +183,27 @@ def test_every_process_refuses_a_malformed_redis_url_in_one_line(tmp_path: Path,
     finally:
         process.stop()
     output = process.output()
-    refusal = "REDIS_URL: the port of 127.0.0.1 must be a number"
+    refusal = MALFORMED_REDIS_URLS[url]
     assert [line for line in output.splitlines() if refusal in line], output
     assert "Traceback" not in output and "hunter2" not in output
+
+
+def test_make_run_refuses_an_unclosed_bracket_in_redis_url_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "Procfile").write_text("web: true\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WEBHOOK_", "REDIS_"))}
+    env["REDIS_URL"] = "redis://:hunter2-pass@[::1/0"
+    webhooks_command = Path(sys.executable).parent / "webhooks"
+    ran = subprocess.run(
+        [str(webhooks_command), "dev"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode != 0
+    assert (ran.stdout + ran.stderr).splitlines() == [
+        "Error: REDIS_URL does not parse: an IPv6 host is written in brackets, both of them, "
+        "as in redis://[::1]:6379/0"
+    ]

@@ -35,11 +35,28 @@ def load(**values: object) -> Settings:
         ),
         (f"redis://:{SECRET}@a:1,b:2/0", "a:1,b:2 (a redis:// URL that does not parse)"),
         (f"redis:{SECRET}@h", "? (a redis:// URL that does not parse)"),
+        # urllib refuses these itself (an unclosed bracket; a host that NFKC makes a path).
+        (f"redis://:{SECRET}@[::1/0", "? (a redis:// URL that does not parse)"),
+        (f"rediss://:{SECRET}@h\u2100st/0", "? (a rediss:// URL that does not parse)"),
     ],
 )
 def test_where_names_the_server_never_the_password_whatever_the_url(url: str, shown: str) -> None:
     assert where(url) == shown
     assert SECRET not in where(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (f"redis://:{SECRET}@[::1/0", "an IPv6 host is written in brackets, both of them"),
+        (f"redis://:{SECRET}@h\u2100st/0", "it holds characters a URL cannot have"),
+    ],
+)
+def test_a_url_urllib_refuses_is_a_config_error_naming_redis_url(url: str, said: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_target(url)
+    assert str(error.value).startswith(f"REDIS_URL does not parse: {said}")
+    assert SECRET not in str(error.value)
 
 
 def test_sentinels_in_their_own_variable_and_in_the_url_give_the_same_target() -> None:

@@ -207,6 +207,35 @@ def test_the_payload_is_sent_only_when_asked_for_and_the_secret_never(
     assert KEY  # the DSN's key is how Sentry authenticates: it is sent, by design
 
 
+# Keys of the payload the echoing handler raises with (`ValueError(event.payload)`).
+KEY_MARKERS = ("key-marker-7a4e@example.org", "nested-key-marker-7a4e", "deep-marker-7a4e")
+
+
+def test_the_payloads_keys_are_blanked_like_its_values(
+    sentry_stack: Callable[..., Stack], ingest: Ingest
+) -> None:
+    stack = sentry_stack("fork", "final", retries=0)
+    first, nested, deep = KEY_MARKERS
+    body = event_body("evt_keys", "order.echo", **{first: 1, "customer": {nested: [{deep: 2}]}})
+    answer = httpx.post(
+        f"{stack.processes[0].url}/webhooks/inbound",
+        content=body,
+        headers={"X-Signature-256": sign(body)},
+        timeout=10,
+    )
+    assert answer.json()["status"] == "accepted", answer.text
+    wait_dead(ingest, "evt_keys")
+    stop_worker(stack)
+
+    (event,) = ingest.of("evt_keys")
+    assert tags(event)["webhook.handler"] == "tests.e2e_handlers.echo"
+    shown = exception(event)["value"]
+    assert shown.startswith("{'id': 'evt_keys', '[payload]': 'order.echo', '[payload]': 1")
+    received = ingest.received()
+    assert not [marker for marker in KEY_MARKERS if marker.encode() in received]
+    assert b"7a4e" not in received and sign(body).encode() not in received
+
+
 def test_an_unreachable_sentry_fails_no_delivery(
     redis_server: RedisServer, make_stack: Callable[..., Stack], redis: Redis
 ) -> None:

@@ -76,7 +76,8 @@ def test_text_as_json_or_as_the_whole_body_is_blanked_too() -> None:
     message = f"bad body {event.raw.decode()}; bad note {json.dumps(event.payload)}"
     sent = Scrub.of(SECRETS, event, False).apply(sentry_event(message))
     assert "hi" not in value(sent) and "a-list-value" not in value(sent)
-    assert value(sent).startswith("bad body [payload]; bad note ")
+    # `note` is one of the payload's keys: the sender's word, blanked too.
+    assert value(sent).startswith("bad body [payload]; bad [payload] ")
 
 
 def test_chained_exceptions_and_messages_are_blanked() -> None:
@@ -212,3 +213,32 @@ def test_a_body_too_short_to_tell_from_ordinary_text_is_left() -> None:
     event = delivery({})  # the body is `{}`
     sent = Scrub.of(SECRETS, event, False).apply(sentry_event("expected a field in {}"))
     assert value(sent) == "expected a field in {}"
+
+
+def test_the_payloads_keys_are_blanked_as_its_values_are() -> None:
+    """`raise ValueError(event.payload)`: the message is the dict's repr, whose keys are the
+    sender's text as much as its values."""
+    payload = {
+        "customer-key-m4rker": {"nested-key-m4rker": 1, "list": [{"deep-key-m4rker": True}]},
+        "note": "a value",
+    }
+    event = delivery(payload)
+    logentry = {
+        "message": "bad %s",
+        "params": [{"param-key-m4rker": 2}],
+        "formatted": f"bad {payload}",
+    }
+    found = sentry_event(str(payload), message=repr(payload), logentry=logentry)
+    found["exception"]["values"].insert(0, {"type": "KeyError", "value": "'deep-key-m4rker'"})
+    sent = Scrub.of(SECRETS, delivery({**payload, "param-key-m4rker": 0}), False).apply(found)
+    assert "m4rker" not in json.dumps(sent)
+    blanked = "{'[payload]': {'[payload]': 1, '[payload]': [{'[payload]': True}]}, '[payload]': "
+    assert [v["value"] for v in sent["exception"]["values"]] == [
+        "'[payload]'",
+        blanked + "'[payload]'}",
+    ]
+    assert sent["logentry"]["message"] == "bad %s"  # the record's own fields stay
+    assert sent["logentry"]["params"] == [{"[payload]": 2}]
+    # As JSON writes them, too.
+    as_json = Scrub.of(SECRETS, event, False).apply(sentry_event(json.dumps(payload)))
+    assert "m4rker" not in value(as_json)

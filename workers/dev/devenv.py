@@ -12,7 +12,8 @@ import click
 from dotenv import dotenv_values
 
 from workers.dev.devsecrets import configured_sources, source_secret_makers
-from workers.dev.stackfile import DEV_ENV, VAR, configured
+from workers.dev.private import write_private
+from workers.dev.stackfile import DEV_ENV, configured
 
 # Seconds between attempts under `make run`: with the default 5 retries a failing event is a
 # dead letter in about 40 s, not after the production intervals' 43 minutes.
@@ -41,10 +42,8 @@ def dev_credentials() -> dict[str, str]:
         ):
             continue
         made[name] = stored.get(name) or make()
-    if made:
-        VAR.mkdir(exist_ok=True)
-        DEV_ENV.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in made.items()))
-        DEV_ENV.chmod(0o600)
+    if made:  # 600 from its creation, in a 700 var/ (`private.py`)
+        write_private(DEV_ENV, "".join(f"{k}={shlex.quote(v)}\n" for k, v in made.items()))
     return made
 
 

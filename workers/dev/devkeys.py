@@ -38,7 +38,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from cryptography.x509.oid import NameOID
 
 from app.settings import DEFAULT_FETCH_ALLOW
 from app.sources import DEFAULT_PROVIDER, env_suffix
+from workers.dev.private import private_dir, write_private
 from workers.dev.stackfile import VAR, configured, configured_value
 from workers.signing.asymmetric_keys import (
     SIGNING_CERT_URL,
@@ -223,22 +223,9 @@ def _fits(pem: bytes, provider: str) -> bool:
     return isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` with mode 600 from the start, replacing it in one step."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.unlink(missing_ok=True)
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
-    temporary.chmod(0o600)
-    temporary.replace(path)
-
-
 def _keys_dir(root: Path) -> Path:
-    directory = root / DEV_KEYS
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    directory.chmod(0o700)
-    return directory
+    private_dir(root / VAR)  # an older run's may be 755
+    return private_dir(root / DEV_KEYS)
 
 
 def dev_keys(
@@ -258,7 +245,7 @@ def dev_keys(
                 continue
             _keys_dir(root)
             pem = _make(provider)
-            _write_private(path, pem)
+            write_private(path, pem)
         elif create:
             _keys_dir(root)
             path.chmod(0o600)
@@ -333,7 +320,7 @@ def record_key_server(url: str | None, root: Path = Path()) -> None:
         path.unlink(missing_ok=True)
     else:
         _keys_dir(root)
-        _write_private(path, url.encode() + b"\n")
+        write_private(path, url.encode() + b"\n")
 
 
 def key_server_url(root: Path = Path()) -> str | None:

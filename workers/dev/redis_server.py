@@ -19,6 +19,8 @@ from typing import Any
 from redis import Redis
 from redis.exceptions import RedisError
 
+from workers.dev.private import UMASK, private_dir
+
 
 class RedisNotFound(RuntimeError):
     pass
@@ -70,7 +72,8 @@ class RedisServer:
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self, timeout: float = 10.0) -> RedisServer:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # Its data is the events' payloads: the owner's alone, the files Redis makes too.
+        private_dir(self.directory)
         self.port = self.port or free_port()
         options = {
             "port": str(self.port),
@@ -92,6 +95,7 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=self.detached,
+            umask=UMASK,
         )
         self.wait_ready(timeout)
         return self

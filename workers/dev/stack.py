@@ -35,6 +35,7 @@ from workers.dev.devenv import (
 )
 from workers.dev.devkeys import dev_key_env, dev_keys, needs_key_server
 from workers.dev.keyserver import start_key_server
+from workers.dev.private import private_dir
 from workers.dev.redis_server import RedisServer
 from workers.dev.stackfile import (
     DEV_ENV,
@@ -139,6 +140,7 @@ def _run(stop: Stop, terminal: bool) -> int:
     env = settings_env()
     # The Procfile's commands (uvicorn, webhooks) live next to this interpreter.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    private_dir(VAR)  # before anything is written there: the credentials, keys, Redis's data
     made = dev_credentials()
     env.update(made)
     dev = dev_settings(terminal=sys.stdout.isatty())

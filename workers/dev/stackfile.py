@@ -5,8 +5,9 @@ file says which port, and every setting the stack's processes run with, wherever
 from (the command line, the environment, `.env` or `make run` itself), so that `webhooks
 send` or `webhooks dead list` in another terminal of the same checkout, with nothing
 exported, sees the stack as its processes do. It holds no secret: the secrets the processes
-got from the command line or `.env` are in `var/stack.env` beside it (mode 600, removed
-with it when the stack stops), `make run`'s own in `var/dev.env`.
+got from the command line or `.env` are in `var/stack.env` beside it (removed with it when
+the stack stops), `make run`'s own in `var/dev.env`. Both files are 600 from their creation,
+`var/` 700 (`private.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dotenv import dotenv_values
+
+from workers.dev.private import write_private
 
 VAR = Path("var")
 STACK_FILE = VAR / "stack.json"
@@ -71,13 +74,8 @@ class StackFile:
     keyed: list[str] = field(default_factory=list)
 
     def write(self, root: Path = Path()) -> Path:
-        path = root / STACK_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        temporary.chmod(0o600)
-        temporary.replace(path)  # readers never see half a file
-        return path
+        # 600 from its creation, and replaced in one step: readers never see half a file.
+        return write_private(root / STACK_FILE, json.dumps(asdict(self), indent=2) + "\n")
 
     @classmethod
     def read(cls, path: Path) -> StackFile | None:
@@ -144,13 +142,8 @@ def remove_stack_file(root: Path = Path()) -> None:
 def write_stack_secrets(values: dict[str, str], root: Path = Path()) -> None:
     """The secrets the stack's processes run with, but those `make run` made (var/dev.env):
     readable by the checkout's owner only, never in a half-written state."""
-    path = root / STACK_ENV
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp-env")
-    temporary.touch(mode=0o600)
-    temporary.chmod(0o600)
-    temporary.write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items()))
-    temporary.replace(path)
+    text = "".join(f"{k}={shlex.quote(v)}\n" for k, v in values.items())
+    write_private(root / STACK_ENV, text)
 
 
 def stack_secrets(root: Path) -> dict[str, str]:

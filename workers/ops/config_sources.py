@@ -2,7 +2,8 @@
 
 The order is the settings' own: what the `make run` stack gave the processes (only for what
 is not configured, see `target.py`), then the environment, then `.env`, then the default.
-Secrets are never shown, only whether they are set; a URL's password is masked too.
+Secrets are never shown, only whether they are set; a URL's password is masked too, and a
+query option named as a credential (`?api-key=`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from dotenv import dotenv_values
 
 from app.settings import Settings
-from app.settings_checks import is_secret
+from app.settings_checks import is_credential_option, is_secret
 from app.sources import (
     KEYLESS,
     LEGACY_SOURCE,
@@ -33,12 +35,11 @@ from workers.ops.target import Target
 MASK = "********"
 NOT_SET = "(not set)"
 # user:password@ in any scheme://, up to the last @ before the host (as redis-py and urlparse
-# read it: a password may hold @), and a secret given as a query option (redis-py reads
-# ?password= and, for a TLS key, ?ssl_password=).
+# read it: a password may hold @), and a credential given as a query option (redis-py reads
+# ?password= and, for a TLS key, ?ssl_password=; collectors take ?api-key=, signed URLs
+# &sig=...): which names are credentials is `is_credential_option`'s.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#]*)@")
-_QUERY_SECRET = re.compile(
-    r"(?P<key>[?&]\w*(?:password|passwd|pass|token|secret|key)=)[^&#]*", re.IGNORECASE
-)
+_QUERY_OPTION = re.compile(r"[?&;](?P<name>[^=&;?#/]*)=")
 
 
 class Origin(StrEnum):
@@ -66,7 +67,21 @@ def mask_url(text: str) -> str:
         user, colon, _ = match["info"].partition(":")
         return match["scheme"] + (f"{user}:{MASK}" if colon else MASK) + "@"
 
-    return _QUERY_SECRET.sub(lambda m: m["key"] + MASK, _USERINFO.sub(userinfo, text))
+    return _mask_options(_USERINFO.sub(userinfo, text))
+
+
+def _mask_options(text: str) -> str:
+    """Each credential option's value masked up to the next `&`: past a `;` or a `#` too,
+    which may be part of it (a reader sees the option is there, not what it holds)."""
+    kept, at = [], 0
+    while (option := _QUERY_OPTION.search(text, at)) is not None:
+        kept.append(text[at : option.end()])
+        at = option.end()
+        if is_credential_option(unquote(option["name"])):
+            end = text.find("&", at)
+            at = len(text) if end < 0 else end
+            kept.append(MASK)
+    return "".join(kept) + text[at:]
 
 
 def _origin_in_stack(

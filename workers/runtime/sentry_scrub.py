@@ -6,8 +6,10 @@ from elsewhere, perhaps from another event), and every configured secret blanked
 keeps no signature header). Unless WEBHOOK_SENTRY_SEND_PAYLOAD is on: no local variables
 (the handler's `event` is one), and the payload's text blanked as `[payload]` in the
 exception's message, the one place where a handler's run writes text of its own
-(`ValueError(f"bad note {payload['note']}")`): each string value of four characters or
-more, and the raw body, wherever one stands as a whole word.
+(`ValueError(f"bad note {payload['note']}")`, `ValueError(payload)`): each string value,
+and each key, of four characters or more (a key is the sender's text as much as a value:
+`{'ann@example.org': 1}`), and the raw body, wherever one stands as a whole word. In a
+log record's arguments (`logentry.params`), a dict's keys are blanked too.
 
 The event's source, type and id are tags, so never blanked, even where the payload holds
 them or a part of them. The SDK is not imported here: the rules are tested on their own.
@@ -81,13 +83,20 @@ class Scrub:
 
         return _whole_words(found).sub(blank, text)
 
-    def _in_messages(self, value: Any) -> Any:
+    def _in_messages(self, value: Any, inside: bool = False) -> Any:
+        """`message` and `logentry`, whose own keys (`params`, `formatted`) are the SDK's;
+        `inside` them (a log record's arguments, a dict among them), keys may be payload."""
         if isinstance(value, str):
             return self.blank_payload(value)
         if isinstance(value, dict):
-            return {k: self._in_messages(v) for k, v in value.items()}
+            return {
+                (self.blank_payload(k) if inside and isinstance(k, str) else k): (
+                    self._in_messages(v, True)
+                )
+                for k, v in value.items()
+            }
         if isinstance(value, list):  # a log record's arguments: `logentry.params`
-            return [self._in_messages(v) for v in value]
+            return [self._in_messages(v, True) for v in value]
         return value
 
     def _secrets(self, value: Any) -> Any:
@@ -101,8 +110,8 @@ class Scrub:
 
 
 def payload_texts(payload: Any, raw: bytes) -> list[str]:
-    """The payload's string values long enough to be told from ordinary words, as they are
-    and as JSON writes them, and the raw body as text."""
+    """The payload's strings, its dicts' keys as well as its values, long enough to be told
+    from ordinary words, as they are and as JSON writes them, and the raw body as text."""
     found: list[str] = []
     stack = [payload]
     while stack:
@@ -110,6 +119,7 @@ def payload_texts(payload: Any, raw: bytes) -> list[str]:
         if isinstance(value, str) and len(value.strip()) >= MIN_PAYLOAD_TEXT:
             found += [value, json.dumps(value)[1:-1]]
         elif isinstance(value, dict):
+            stack.extend(value.keys())
             stack.extend(value.values())
         elif isinstance(value, list | tuple):
             stack.extend(value)
