@@ -92,3 +92,13 @@ def fanout_slow(event: Event) -> None:
 @handler("inbound", "order.fanout")
 def fanout_last(event: Event) -> None:
     _redis().incr(f"effects:last:{event.id}")
+
+
+@handler("inbound", "order.fails_first_timed")
+def fails_first_timed(event: Event) -> None:
+    # Each attempt's start by Redis's clock, the one every worker shares; the first fails.
+    r = _redis()
+    seconds, micros = r.time()
+    r.rpush(f"attempt_times:{event.id}", seconds + micros / 1_000_000)
+    if event.attempt == 1:
+        raise RuntimeError("downstream is down")

@@ -21,6 +21,7 @@ from app.settings import Settings
 from tests.conftest import Harness, drain, event_body
 from workers import Event, handler
 from workers.runtime.batch import retry_job
+from workers.runtime.clock import RedisClock
 from workers.runtime.retries import ORPHANED
 
 
@@ -192,7 +193,7 @@ def test_our_retry_writes_what_rqs_job_retry_writes(
         job = Job.fetch(job_id, connection=redis)
         with redis.pipeline() as pipe:
             if retry is None:
-                retry_job(job, queue, pipe)
+                retry_job(job, queue, pipe, RedisClock(redis).read())
             else:
                 retry(job, queue, pipe)
             pipe.execute()

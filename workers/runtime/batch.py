@@ -8,6 +8,11 @@ RQ writes for each job: the intermediate queue, executions, the started, finishe
 and scheduled registries, results, worker state and counters (a test compares the keys
 with RQ's own worker). The RQ methods used here, some of them private, are listed in the
 "RQ internals we rely on" of docs/internals.md with the tests that pin them.
+
+Every score another process compares (the started and execution registries' expiries, a
+retry's due time, the finished registry's expiry) is computed from Redis's clock
+(`clock.py`), which the take script read with the batch and each heartbeat refreshes: RQ's
+own methods that write those scores use the host's clock, so they are written here.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from rq.executions import Execution, ExecutionRegistry, cleanup_execution
 from rq.job import Job, JobStatus
 from rq.registry import FinishedJobRegistry, StartedJobRegistry
 from rq.results import Result
-from rq.utils import current_timestamp, now, utcformat
+from rq.utils import now, utcformat
 
+from workers.runtime.clock import RedisClock, due_at
 from workers.runtime.rq_worker import RQWorker
 from workers.runtime.spans import NO_SPAN, BatchSpan
 
@@ -62,10 +68,13 @@ class Batch:
     trace: BatchSpan = NO_SPAN
     started: StartedJobRegistry = field(init=False)
     finished: FinishedJobRegistry = field(init=False)
+    # Redis's clock, read by the take (or by recovery) and refreshed by each heartbeat.
+    clock: RedisClock = field(init=False)
 
     def __post_init__(self) -> None:
         self.started = self.queue.started_job_registry
         self.finished = self.queue.finished_job_registry
+        self.clock = RedisClock(self.queue.connection)
 
     @property
     def jobs(self) -> list[Job]:
@@ -75,15 +84,17 @@ class Batch:
 def begin_executions(pipe: Pipeline, worker: RQWorker, batch: Batch, ttl: int) -> None:
     """Each job becomes an execution of this worker, in the started registry, off the
     intermediate queue: what RQ's `Execution.create` and `prepare_job_execution` write,
-    with the registry writes that take many members made once for the batch."""
+    with the registry writes that take many members made once for the batch, and the
+    expiries from Redis's clock."""
     started: dict[str, float] = {}
+    expires = batch.clock.now() + ttl
     for entry in batch.entries:
         job = entry.job
         execution = Execution(uuid4().hex, job.id, job.connection, worker_name=worker.name)
         execution._job = job
         execution.save(ttl=ttl, pipeline=pipe)
-        ExecutionRegistry(job.id, connection=job.connection).add(execution, ttl, pipe)
-        started[execution.composite_key] = current_timestamp() + ttl
+        _add_execution(pipe, execution, expires, ttl)
+        started[execution.composite_key] = expires
         entry.execution = worker.executions[execution.id] = execution
         job.prepare_for_execution(worker.name, pipeline=pipe)
         pipe.persist(job.key)
@@ -97,10 +108,29 @@ def begin_executions(pipe: Pipeline, worker: RQWorker, batch: Batch, ttl: int) -
 def heartbeat(pipe: Pipeline, batch: Batch, ttl: int) -> None:
     """Keep every execution of the batch alive until it settles, as RQ's
     `maintain_heartbeats` does for one: those whose handler returned too, or another
-    worker's recovery would settle them while their batch runs."""
+    worker's recovery would settle them while their batch runs. What RQ's
+    `Execution.heartbeat` writes, with the expiries from Redis's clock."""
+    expires = batch.clock.now() + ttl
+    started: dict[str, float] = {}
     for entry in batch.entries:
-        assert entry.execution is not None  # begun before its first heartbeat
-        entry.execution.heartbeat(entry.job.started_job_registry, ttl, pipeline=pipe)
+        execution = entry.execution
+        assert execution is not None  # begun before its first heartbeat
+        execution.last_heartbeat = now()  # shown to people: the local clock
+        pipe.hset(execution.key, "last_heartbeat", execution.last_heartbeat.timestamp())
+        pipe.expire(execution.key, ttl)
+        _add_execution(pipe, execution, expires, ttl, xx=True)
+        started[execution.composite_key] = expires
+    pipe.zadd(batch.started.key, started, xx=True)
+
+
+def _add_execution(
+    pipe: Pipeline, execution: Execution, expires: float, ttl: int, xx: bool = False
+) -> None:
+    """RQ's `ExecutionRegistry.add` (the job's executions, kept 60 s past their expiry),
+    with the expiry given."""
+    key = ExecutionRegistry(execution.job_id, connection=execution.connection).key
+    pipe.zadd(key, {execution.id: expires + 60}, xx=xx)
+    pipe.expire(key, ttl + 60)
 
 
 def settle_successes(
@@ -116,6 +146,7 @@ def settle_successes(
     members: dict[str, float] = {}
     executions: list[Execution] = []
     total = timedelta()
+    at = batch.clock.now()
     for entry in entries:
         job, execution = entry.job, entry.execution
         assert execution is not None and entry.started_at and entry.ended_at
@@ -149,7 +180,7 @@ def settle_successes(
         # An event's job carries no result_ttl of its own and the worker keeps RQ's default
         # (500 s): RQ's 0 (keep nothing) and -1 (keep forever) cannot come here.
         pipe.expire(job.key, result_ttl)
-        members[job.id] = current_timestamp() + result_ttl
+        members[job.id] = at + result_ttl
         pipe.zrem(ExecutionRegistry(job.id, connection=queue.connection).key, execution.id)
         executions.append(execution)
         worker.executions.pop(execution.id, None)
@@ -184,18 +215,20 @@ def fail_execution(pipe: Pipeline, worker: RQWorker, batch: Batch, entry: Entry)
     if entry.started_at and entry.ended_at:
         worker.increment_total_working_time(entry.ended_at - entry.started_at, pipe)
     if retry:
-        retry_job(job, batch.queue, pipe)
+        retry_job(job, batch.queue, pipe, batch.clock.now())
     return retry
 
 
-def retry_job(job: Job, queue: Queue, pipe: Pipeline) -> None:
+def retry_job(job: Job, queue: Queue, pipe: Pipeline, at: float) -> None:
     """RQ's `Job.retry`, with every write in the pipeline: RQ's writes a scheduled job's
-    status at once, outside the transaction, which would abort it (it watches the jobs)."""
+    status at once, outside the transaction, which would abort it (it watches the jobs).
+    The retry is due its interval after `at`, Redis's time (RQ's uses the host's), which
+    whichever worker's scheduler compares with Redis's time."""
     interval = job.get_retry_interval()
     job.retries_left = int(job.retries_left or 0) - 1
     if interval:
         job.set_status(JobStatus.SCHEDULED, pipeline=pipe)
-        queue.schedule_job(job, now() + timedelta(seconds=interval), pipeline=pipe)
+        queue.schedule_job(job, due_at(at, interval), pipeline=pipe)
     else:
         queue._enqueue_job(job, pipeline=pipe, at_front=job.enqueue_at_front_on_retry)
 

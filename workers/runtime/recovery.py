@@ -18,6 +18,10 @@ worker's first maintenance (at its start) takes them back, rather than waiting f
 heartbeats to run out and for a lock left by the dead incarnation (RQ's lasts 15 minutes).
 A job seen in the intermediate queue asks for the next maintenance as soon as its second
 sighting is due (`recover` returns when), not a whole maintenance interval later.
+
+"Expired" and "first seen" are by Redis's clock (`clock.py`), the one every worker wrote
+them with, whichever worker's maintenance looks: a worker whose clock is behind or ahead
+neither looks dead to the others nor takes theirs back early.
 """
 
 from __future__ import annotations
@@ -29,16 +33,18 @@ from redis import Redis
 from rq import Queue
 from rq.executions import WORKER_EXECUTIONS_KEY_TEMPLATE, Execution
 from rq.job import Job, JobStatus
-from rq.utils import current_timestamp, now
+from rq.utils import now
 
 from app.jobstate import PENDING, SUCCESS, EventStatus, UnreadableJob
 from app.logs import log_state
 from workers.runtime.batch import Batch, Entry, Fate
+from workers.runtime.clock import RedisClock
 from workers.runtime.outcomes import meta_of
 from workers.runtime.rq_worker import RQWorker
 from workers.runtime.settlement import settle_batch
 
 STUCK_SECONDS = 5
+FIRST_SEEN_KEPT = 24 * 3600  # as RQ's `set_first_seen`
 PUT_BACK = """
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
   redis.call('LPUSH', KEYS[2], ARGV[1])
@@ -47,11 +53,12 @@ return 0
 """
 
 
-def recover(worker: RQWorker, queue: Queue) -> float | None:
+def recover(worker: RQWorker, queue: Queue, clock: RedisClock | None = None) -> float | None:
     """Take back what dead workers held; returns in how many seconds a job seen once in
     the intermediate queue is due its second sighting, if any is."""
-    recover_batches(worker, queue)
-    return recover_taken(queue)
+    clock = clock or RedisClock(queue.connection)
+    recover_batches(worker, queue, clock)
+    return recover_taken(queue, clock)
 
 
 def release_previous(connection: Redis, queue: Queue, names: Iterable[str]) -> int:
@@ -71,13 +78,14 @@ def release_previous(connection: Redis, queue: Queue, names: Iterable[str]) -> i
     return released
 
 
-def recover_batches(worker: RQWorker, queue: Queue) -> None:
+def recover_batches(worker: RQWorker, queue: Queue, clock: RedisClock) -> None:
     connection: Redis = queue.connection
     registry = queue.started_job_registry
-    expired = cast(list[bytes], connection.zrangebyscore(registry.key, 0, current_timestamp()))
+    expired = cast(list[bytes], connection.zrangebyscore(registry.key, 0, clock.now()))
     executions = [Execution.from_composite_key(k.decode(), connection) for k in expired]
     jobs = Job.fetch_many([e.job_id for e in executions], connection=connection)
     batch, ended = Batch(queue), []
+    batch.clock = clock
     for execution, job in zip(executions, jobs, strict=True):
         if job is None or job.get_status(refresh=False) != JobStatus.STARTED:
             continue  # RQ's sweep drops these leftovers
@@ -101,7 +109,8 @@ def recover_batches(worker: RQWorker, queue: Queue) -> None:
             log_state("requeued", *meta.labels, job_id=entry.job.id, by="recovery")
 
 
-def recover_taken(queue: Queue) -> float | None:
+def recover_taken(queue: Queue, clock: RedisClock | None = None) -> float | None:
+    clock = clock or RedisClock(queue.connection)
     taken = queue.intermediate_queue
     due: float | None = None
     for job_id in taken.get_job_ids():
@@ -109,10 +118,12 @@ def recover_taken(queue: Queue) -> float | None:
             continue
         first_seen = taken.get_first_seen(job_id)
         if first_seen is None:
-            taken.set_first_seen(job_id)
+            # RQ's `set_first_seen`, by Redis's clock (RQ's writes the host's).
+            key = taken.get_first_seen_key(job_id)
+            queue.connection.set(key, clock.now(), nx=True, ex=FIRST_SEEN_KEPT)
             due = STUCK_SECONDS
             continue
-        age = (now() - first_seen).total_seconds()
+        age = clock.now() - first_seen.timestamp()
         if age >= STUCK_SECONDS:
             queue.connection.eval(PUT_BACK, 2, taken.key, queue.key, job_id)
             queue.connection.delete(taken.get_first_seen_key(job_id))

@@ -11,6 +11,9 @@ made a retry due in 2 s run 43 s late. Here:
   second's heartbeat refreshes (or takes back) its lock and enqueues what is due;
 - its name is the worker process's, kept across the worker's rebuilds (`run.py`), so a new
   scheduler refreshes the lock its predecessor held instead of waiting for it to expire;
+- it finds what is due by Redis's clock (`DueByRedisTime`): the retry times it compares
+  were written by Redis's clock too, by whichever worker scheduled them (`batch.py`), so
+  a retry neither runs early nor waits for the skew between two hosts' clocks;
 - it closes the worker's ends of the batch child's pipes (`inherited_fds`), which it
   inherits when RQ forks it after the child (at a later maintenance: its lock was another
   worker's, or its process died): holding the task pipe open, it kept the child from ever
@@ -23,18 +26,37 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 from redis import Redis
 from redis.exceptions import RedisError
+from rq.registry import ScheduledJobRegistry
 from rq.scheduler import RQScheduler
+from rq.utils import as_text
 
 from app.connection import SCHEDULER, sync_client
 from app.redis_errors import ProblemLog
 from app.settings import Settings
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+# The ids due by Redis's clock: scored at or before its current whole second, as RQ's
+# `get_jobs_to_schedule` compares with the host's.
+DUE = """
+local now = redis.call('TIME')
+return redis.call('ZRANGEBYSCORE', KEYS[1], 0, now[1], 'LIMIT', 0, tonumber(ARGV[1]))
+"""
+
+
+class DueByRedisTime(ScheduledJobRegistry):
+    """The scheduled registry, whose due jobs RQ's `enqueue_scheduled_jobs` asks for with
+    the host's time: the time given is ignored for Redis's, read in the same script."""
+
+    def get_jobs_to_schedule(
+        self, timestamp: int | None = None, chunk_size: int = 1000
+    ) -> list[str]:
+        due = cast(list[bytes], self.connection.eval(DUE, 1, self.key, chunk_size))
+        return [as_text(job_id) for job_id in due]
 
 
 class FollowingScheduler(RQScheduler):
@@ -55,6 +77,14 @@ class FollowingScheduler(RQScheduler):
         if self._connection is None:
             self._connection = sync_client(self.settings, SCHEDULER)  # type: ignore[assignment]
         return cast(Redis, self._connection)
+
+    def prepare_registries(self, queue_names: Iterable[str] | None = None) -> None:
+        """RQ's, with registries that find what is due by Redis's clock."""
+        names = queue_names or self._acquired_locks
+        self._scheduled_job_registries = [
+            DueByRedisTime(name, connection=self.connection, serializer=self.serializer)  # type: ignore[no-untyped-call]
+            for name in names
+        ]
 
     def start(self) -> Any:
         """RQ's `start` (fork the scheduler's process), with SIGTERM and SIGINT held back in

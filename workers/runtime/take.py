@@ -21,7 +21,9 @@ from workers.runtime.batch import Batch, Entry
 
 # Moves up to ARGV[1] job ids from the queue to RQ's intermediate queue, as RQ's own
 # dequeue does one at a time (LMOVE queue intermediate LEFT RIGHT), and returns each id
-# with its job hash: no second round trip to fetch them.
+# with its job hash: no second round trip to fetch them. Last comes Redis's `TIME`, the
+# clock the batch's expiries and retry times are computed from (`clock.py`); a script may
+# call it before writing since Redis 5 (scripts replicate their effects, not themselves).
 TAKE = """
 local taken = {}
 for i = 1, tonumber(ARGV[1]) do
@@ -30,6 +32,7 @@ for i = 1, tonumber(ARGV[1]) do
   taken[#taken + 1] = id
   taken[#taken + 1] = redis.call('HGETALL', 'rq:job:' .. id)
 end
+taken[#taken + 1] = redis.call('TIME')
 return taken
 """
 
@@ -38,6 +41,7 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
     """Up to `limit` jobs, without waiting when there are any; else wait up to `block`
     seconds for one (None: do not wait). A lone event is never held back for a batch."""
     found = connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit)
+    reading = found.pop()
     if not found and block:
         first = connection.blmove(queue.key, queue.intermediate_queue_key, block, "LEFT", "RIGHT")
         if first is None:
@@ -46,9 +50,11 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
         fields = connection.hgetall(Job.key_for(first_id))
         found = [first, [item for pair in fields.items() for item in pair]]
         found += connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit - 1)
+        reading = found.pop()
     if not found:
         return None
     batch = Batch(queue)
+    batch.clock.anchor(reading)
     gone = []
     for job_id, fields in zip(found[::2], found[1::2], strict=True):
         if not fields:

@@ -252,7 +252,8 @@ class WebhookWorker(MaintainedWorker):
         with self.connection.pipeline() as pipe:
             self.heartbeat(ttl, pipeline=pipe)
             batches.heartbeat(pipe, batch, ttl)
-            pipe.execute()
+            pipe.time()  # Redis's clock for the next expiries and retry times, in passing
+            batch.clock.anchor(pipe.execute()[-1])
         self._beat_at = time.monotonic()
         running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
         if running is not None and running.started_at is not None:
