@@ -1,6 +1,7 @@
 """Handlers the end-to-end tests load into the real worker through WEBHOOK_HANDLERS.
 
-They report to Redis, since they run in another process.
+They report to Redis, since they run in another process: to EFFECTS_REDIS_URL when a test
+sets it (a Redis the worker's cut link does not lead to), else to the worker's REDIS_URL.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from workers import Event, handler
 
 
 def _redis() -> Redis:
-    return Redis.from_url(os.environ["REDIS_URL"])
+    return Redis.from_url(os.environ.get("EFFECTS_REDIS_URL") or os.environ["REDIS_URL"])
 
 
 @handler("inbound", "order.created")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -137,12 +139,47 @@ def wait_http(
     wait_until(up, timeout, f"{process.name} at {url}")
 
 
+@dataclass(eq=False)
+class _Link:
+    """One client's connection through the proxy, and its upstream one to Redis."""
+
+    client: socket.socket
+    upstream: socket.socket | None
+    held: bool = False  # a blackhole: nothing forwarded either way
+    reset: bool = False  # to be reset (RST) by its pump, at its next look
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def close(self, reset: bool) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            for sock in (self.client, self.upstream):
+                if sock is None:
+                    continue
+                with contextlib.suppress(OSError):
+                    if reset:  # a close with no linger sends RST: the peer reads a reset
+                        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _NO_LINGER)
+                    else:
+                        sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+
+
+_NO_LINGER = struct.pack("ii", 1, 0)
+
+
 @dataclass
 class RedisProxy:
     """Forwards TCP to Redis. `drop_requests_with` cuts the connection instead of forwarding a
     command holding those bytes; `cut_requests_at` forwards what comes before those bytes,
     then cuts (a pipeline cut partway); `drop_replies_after` forwards such a command, then
-    cuts the connection before its answer gets back."""
+    cuts the connection before its answer gets back.
+
+    A network outage, until `restore`: `cut` resets every connection, and every new one at
+    once; `blackhole` forwards nothing, either way, on every connection, new ones included
+    (they are accepted and held), as a link that drops every packet, and `restore` resets
+    them all (what a client finds when the link comes back: its connections are gone)."""
 
     target_port: int
     drop_requests_with: bytes | None = None
@@ -151,7 +188,10 @@ class RedisProxy:
     port: int = 0
     # Every chunk a client sent, in order: one per round trip for a pipelined client.
     log: list[bytes] = field(default_factory=list)
+    mode: str = "open"  # "open", "cut" or "blackhole"
     _server: socket.socket = field(init=False)
+    _links: list[_Link] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> RedisProxy:
         self._server = socket.create_server(("127.0.0.1", 0))
@@ -163,26 +203,76 @@ class RedisProxy:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def cut(self) -> None:
+        """Reset every connection, and every new one, until `restore`."""
+        with self._lock:
+            self.mode = "cut"
+            for link in self._links:
+                link.reset = True
+
+    def blackhole(self) -> None:
+        """Forward nothing on any connection, new ones included, until `restore`."""
+        with self._lock:
+            self.mode = "blackhole"
+            for link in self._links:
+                link.held = True
+
+    def restore(self) -> None:
+        """The link is back: connections held by a blackhole are reset, new ones forwarded."""
+        with self._lock:
+            for link in self._links:
+                if link.held:
+                    link.reset = True
+                    if link.upstream is None:  # accepted during the blackhole: no pump
+                        link.close(reset=True)
+            self._links = [link for link in self._links if not link.closed]
+            self.mode = "open"
+
     def _accept(self) -> None:
         while True:
             try:
                 client, _ = self._server.accept()
             except OSError:
                 return
+            with self._lock:
+                mode = self.mode
+                if mode == "cut":
+                    _Link(client, None).close(reset=True)
+                    continue
+                if mode == "blackhole":
+                    self._links.append(_Link(client, None, held=True))
+                    continue
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            link = _Link(client, upstream)
+            with self._lock:
+                self._links = [*(x for x in self._links if not x.closed), link]
             sent: list[bytes] = []
             threading.Thread(
-                target=self._pump, args=(client, upstream, sent, True), daemon=True
+                target=self._pump, args=(link, client, upstream, sent, True), daemon=True
             ).start()
             threading.Thread(
-                target=self._pump, args=(upstream, client, sent, False), daemon=True
+                target=self._pump, args=(link, upstream, client, sent, False), daemon=True
             ).start()
 
     def _pump(
-        self, source: socket.socket, sink: socket.socket, sent: list[bytes], is_request: bool
+        self,
+        link: _Link,
+        source: socket.socket,
+        sink: socket.socket,
+        sent: list[bytes],
+        is_request: bool,
     ) -> None:
+        # Polled, so that `cut` and `blackhole` act on a connection waiting for data.
         try:
-            while data := source.recv(65536):
+            while not link.reset and not link.closed:
+                if link.held:
+                    time.sleep(0.02)
+                    continue
+                if not select.select([source], [], [], 0.05)[0]:
+                    continue
+                data = source.recv(65536)
+                if not data:
+                    break
                 if is_request:
                     if self.drop_requests_with and self.drop_requests_with in data:
                         break
@@ -194,12 +284,9 @@ class RedisProxy:
                 elif self.drop_replies_after and any(self.drop_replies_after in d for d in sent):
                     break
                 sink.sendall(data)
-        except OSError:
+        except (OSError, ValueError):
             pass
-        for sock in (source, sink):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
+        link.close(reset=link.reset)
 
     def close(self) -> None:
         self._server.close()

@@ -6,6 +6,11 @@ Before each handler starts it streams the attempt's bookkeeping to Redis without
 for the replies (read once the batch is over): so Redis knows which job was running if
 the whole machine dies, at no round trip per job. It reports to the worker through
 `report`: a job started, then how it ended.
+
+If Redis cannot be reached (the stream's connection is lost), a handler that returned is
+still reported as it ended, with the meta the runner could not write: the worker settles
+it once Redis answers. No other handler of the batch starts: Redis would not know it ran;
+the jobs not started go back to the queue, no attempt counted.
 """
 
 from __future__ import annotations
@@ -140,7 +145,7 @@ def run_batch(
         try:
             run = Run(settings, report, stop, between, stream, deadline, spans, batch_trace)
             for index, job in enumerate(jobs):
-                if stop.requested:
+                if stop.requested or stream.lost:
                     return
                 run.one(index, job)
         finally:
@@ -179,7 +184,8 @@ class Run:
         replayed = "x-webhook-replayed-from" in call.headers
         with self.spans.attempt(job, meta, self.batch_trace, replayed) as span:
             begin_attempt(self.stream, job, meta, requeued)
-            self.stream.send()
+            if not self.stream.send():
+                return  # Redis cannot be told it starts: it does not (`run_batch` stops)
             self.report(
                 Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta))
             )
@@ -189,7 +195,9 @@ class Run:
         # dies before it settles the batch, a live worker's recovery settles this job from
         # it (a success), or retries it without the handlers that succeeded (a failure).
         # Sent at once, not with the next job's start (one write fewer, 5 to 8% of the
-        # drain): until then a dead worker's recovery would run them again.
+        # drain): until then a dead worker's recovery would run them again. If the write
+        # cannot be sent (Redis unreachable), the report still goes: the worker settles
+        # the job, with this meta, once Redis answers.
         _write_meta(self.stream, job)
         self.report(ended)
 

@@ -10,7 +10,9 @@ A job is settled once, whoever settles it. The worker that ran it and another wo
 recovery may both try (the runner's heartbeats were late, or its settle was slow): the
 transaction watches the jobs' hashes, which every settlement writes, and settles only the
 jobs whose execution is still in the started registry, which every settlement leaves. The
-second one to commit finds its jobs changed, looks again, and leaves them.
+second one to commit finds its jobs changed, looks again, and leaves them. The same holds
+for a settlement made late, after a cut of the worker's link to Redis: a job that another
+worker's recovery took back meanwhile is left to it.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from workers.runtime.outcomes import (
 )
 from workers.runtime.retries import retry_delay
 from workers.runtime.rq_worker import RQWorker
+from workers.runtime.stream import LINK_ERRORS
 
 # Each attempt after the first follows a settlement by someone else; more than a few in a
 # row would mean something rewrites job hashes in a loop.
@@ -90,6 +93,12 @@ def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
             except WatchError:
                 for entry, state in zip(entries, states, strict=True):
                     state.restore(entry.job)
+            except LINK_ERRORS:
+                # The worker tries again once Redis answers: from the jobs as they ended,
+                # not as this attempt left them (a retry's budget taken once, not twice).
+                for entry, state in zip(entries, states, strict=True):
+                    state.restore(entry.job)
+                raise
     else:
         raise RuntimeError(f"settling a batch of {len(entries)}: its jobs kept changing")
     settled = {id(entry) for entry in held}

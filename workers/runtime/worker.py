@@ -16,6 +16,11 @@ A killed worker's batch is recovered by another worker's maintenance within abou
 (heartbeats every 5 s that expire after 15 s, maintenance every 10 s; `recovery.py`); in
 simple mode, the running job after its timeout + 10 s (the worker beats between handlers).
 Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s.
+
+A batch outlives a cut of the worker's link to Redis: missed heartbeats do not stop it, the
+runner reports the ends it could not write, and the worker keeps them and settles them once
+Redis answers (`settle_unsettled`), before it does anything else with Redis; a job taken
+back meanwhile by another worker's recovery is left to it (`settlement.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from rq.job import Job
 from rq.utils import now
 from rq.worker import WorkerStatus
 
+from app.logs import logger
 from app.settings import Settings
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
@@ -43,6 +49,7 @@ from workers.runtime.maintenance import MaintainedWorker
 from workers.runtime.runner import DEFAULT_TIMEOUT, Ended, Started, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
 from workers.runtime.spans import NO_SPANS, WorkerSpans
+from workers.runtime.stream import LINK_ERRORS
 from workers.runtime.take import take
 
 # Seconds between heartbeats of a running batch, and how long a missed one is tolerated.
@@ -50,6 +57,8 @@ HEARTBEAT_INTERVAL = 5
 HEARTBEAT_GRACE = 10
 # An idle worker blocks on the queue for WORKER_TTL - 15 s, then runs due maintenance.
 WORKER_TTL = 35
+# A settlement that cannot reach Redis is tried again, backing off up to this (seconds).
+SETTLE_RETRY_CAP = 2.0
 
 
 class WebhookWorker(MaintainedWorker):
@@ -79,6 +88,8 @@ class WebhookWorker(MaintainedWorker):
         # A batch whose handlers have run, settled while the next one runs (or before the
         # worker waits for work, or stops).
         self._unsettled: Batch | None = None
+        # Redis could not be reached during the running batch (a heartbeat failed).
+        self._link_lost = False
 
     # --- RQ's loop: what it dequeues is a batch, what it executes is that batch --------------
 
@@ -90,12 +101,20 @@ class WebhookWorker(MaintainedWorker):
         self.procline(listening)  # type: ignore[no-untyped-call]
         queue = self.queues[0]
         while True:
-            self.heartbeat()
-            if self.should_run_maintenance_tasks:
-                self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
-            size = self.settings.webhook_batch_size
-            took = time.time_ns()
-            found = take(self.connection, queue, size, None)
+            try:
+                self.heartbeat()
+                if self.should_run_maintenance_tasks:
+                    self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
+                size = self.settings.webhook_batch_size
+                took = time.time_ns()
+                found = take(self.connection, queue, size, None)
+            except LINK_ERRORS:
+                if self._unsettled is None:
+                    raise
+                # What the last batch's handlers finished is settled first, once Redis
+                # answers (`settle_unsettled` waits for it); then the loop starts again.
+                self.settle_unsettled()
+                continue
             if found is None and self._unsettled is not None:
                 # Nothing to overlap it with: settle it now (a retry may come of it).
                 self.settle_unsettled()
@@ -127,6 +146,7 @@ class WebhookWorker(MaintainedWorker):
             self.heartbeat(ttl, pipeline=pipe)
             pipe.execute()
         self._beat_at = time.monotonic()
+        self._link_lost = False
         if self.isolated:
             self.run_in_horse(batch)
         else:
@@ -143,14 +163,41 @@ class WebhookWorker(MaintainedWorker):
                 batch.trace.traceparent,
             )
         self._unsettled = batch
+        if self._link_lost:
+            # Settled now, once Redis answers, rather than after RQ's next write fails and
+            # ends the worker's loop: the worker goes on as it was.
+            self.settle_unsettled()
 
     def settle_unsettled(self) -> None:
-        if self._unsettled is not None:
-            batch = self._unsettled
-            with self.critical(), batch.trace.step("settle"):
-                settle_batch(self, batch)
-                self._unsettled = None
-            batch.trace.end()
+        """Settle the batch whose handlers have run. While Redis cannot be reached, its
+        jobs' ends are kept here and the settlement is tried again, backing off, until it
+        answers: the worker does nothing else meanwhile (no take, no maintenance, whose
+        recovery would find this batch's expired executions). A stop ends the wait: the
+        batch is then left to recovery, as a killed worker's is."""
+        if self._unsettled is None:
+            return
+        batch = self._unsettled
+        delay, waited = 0.1, False
+        while True:
+            try:
+                with self.critical(), batch.trace.step("settle"):
+                    settle_batch(self, batch)
+                    self._unsettled = None
+                break
+            except LINK_ERRORS as exc:
+                if self.stop_signalled:
+                    raise
+                if not waited:
+                    logger.warning(
+                        "redis unreachable: the batch's outcomes are kept until it answers",
+                        extra={"jobs": len(batch.entries), "error": type(exc).__name__},
+                    )
+                    waited = True
+                time.sleep(delay)
+                delay = min(delay * 2, SETTLE_RETRY_CAP)
+        if waited:
+            logger.info("redis answers again: the batch's outcomes are settled")
+        batch.trace.end()
 
     def teardown(self) -> None:
         try:
@@ -249,11 +296,21 @@ class WebhookWorker(MaintainedWorker):
 
     def keep_alive(self, batch: Batch) -> None:
         ttl = self.batch_ttl(batch)
-        with self.connection.pipeline() as pipe:
-            self.heartbeat(ttl, pipeline=pipe)
-            batches.heartbeat(pipe, batch, ttl)
-            pipe.time()  # Redis's clock for the next expiries and retry times, in passing
-            batch.clock.anchor(pipe.execute()[-1])
+        try:
+            with self.connection.pipeline() as pipe:
+                self.heartbeat(ttl, pipeline=pipe)
+                batches.heartbeat(pipe, batch, ttl)
+                pipe.time()  # Redis's clock for the next expiries and retry times, in passing
+                batch.clock.anchor(pipe.execute()[-1])
+        except LINK_ERRORS as exc:
+            # The batch goes on: what its handlers finish is kept, and settled once Redis
+            # answers. The jobs stay this worker's until their heartbeats run out.
+            if not self._link_lost:
+                logger.warning(
+                    "redis unreachable during a batch: its heartbeat failed; the batch goes on",
+                    extra={"error": type(exc).__name__},
+                )
+            self._link_lost = True
         self._beat_at = time.monotonic()
         running = next((e for e in batch.entries if e.started_at and not e.ended_at), None)
         if running is not None and running.started_at is not None:
