@@ -6,6 +6,7 @@ cancelled without costing the next event its loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from uuid import uuid4
@@ -165,3 +166,33 @@ def test_a_timeout_raised_in_one_of_the_loops_callbacks_still_ends_the_handler()
     with pytest.raises(JobTimeoutException):
         run_handler(waits, an_event())
     assert cancelled == [True]
+
+
+def test_an_async_handler_that_ignores_its_cancellation_is_left_pending_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(handler_loop, "CANCEL_GRACE", 0.05)
+    tasks: list[asyncio.Task[object]] = []
+    released: list[bool] = []
+
+    def expire() -> None:
+        raise JobTimeoutException("Task exceeded maximum timeout value (1 seconds)")
+
+    async def stubborn(event: Event) -> None:
+        tasks.append(asyncio.current_task())  # type: ignore[arg-type]
+        asyncio.get_running_loop().call_soon(expire)
+        while not released:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+
+    async def next_one(event: Event) -> None:
+        pass
+
+    with pytest.raises(JobTimeoutException):
+        run_handler(stubborn, an_event())  # returns once its grace is over
+    assert "did not finish within 0.05 s of its cancellation" in caplog.text
+    run_handler(next_one, an_event("evt_2"))  # the loop is still usable
+    assert not tasks[0].done()  # still there, as the warning said
+    released.append(True)
+    tasks[0].cancel()
+    handler_loop.run(asyncio.wait(tasks))
