@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from uuid import uuid4
@@ -114,6 +115,39 @@ def test_a_batch_child_runs_async_handlers_on_a_loop_of_its_own_kept_across_batc
     assert len(logged(redis, "marks")) == 3
     assert len(in_child) == 1  # one loop for the three batches
     assert in_child.isdisjoint(marks)  # not the worker's, copied by the fork
+
+
+def test_a_batch_child_never_closes_the_loop_it_was_forked_with(
+    make_harness: Callable[..., Harness], redis: Redis
+) -> None:
+    """The child's copy of the worker's loop shares the worker's epoll instance: closed (as
+    the garbage collector closes a loop it collects), it would take the worker's self-pipe
+    out of it, and the worker's loop would no longer wake for what other threads hand it.
+    Whether a collection does so depends on the order it finalizes objects in, so the
+    child is checked for the copy itself: still there, open."""
+    harness = make_harness(webhook_worker_mode="fork")
+    url = harness.settings.redis_url
+
+    async def mark(event: Event) -> None:
+        asyncio.get_running_loop().test_mark = "the worker's"  # type: ignore[attr-defined]
+
+    run_handler(mark, an_event())  # this process, the worker's, now has its loop
+
+    @handler("inbound", "order.created")
+    async def look_for_it(event: Event) -> None:
+        gc.collect()  # whatever the child no longer holds is finalized now
+        copies = [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, asyncio.AbstractEventLoop)
+            and getattr(o, "test_mark", None) == "the worker's"
+        ]
+        open_copies = [loop for loop in copies if not loop.is_closed()]
+        Redis.from_url(url).rpush("copies", f"{len(copies)} {len(open_copies)}")
+
+    harness.event("c1")
+    harness.drain()
+    assert logged(redis, "copies") == ["1 1"]
 
 
 @pytest.mark.parametrize("mode", MODES)

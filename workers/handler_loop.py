@@ -12,9 +12,10 @@ at the first async handler, so a process that runs only sync handlers never make
   `receiver.run_jobs()`), no loop can run inside it: the same loop is run by a thread of its
   own for the handler's time, while the caller waits. One loop either way, so a
   module-level client serves synchronous and async tests alike.
-- A forked child (the worker's batch child) forgets the loop it was copied with, whose
-  selector and self-pipe it would share with its parent: it makes its own at its first
-  async handler, and keeps it for every event of every batch it runs.
+- A forked child (the worker's batch child) sets aside the loop it was copied with, whose
+  epoll instance and self-pipe it shares with its parent, and never runs nor closes it: it
+  makes its own at its first async handler, and keeps it for every event of every batch
+  it runs.
 - RQ's job timeout raises `JobTimeoutException` from SIGALRM's handler, in the main thread,
   wherever it is: often out of `run_until_complete`, the handler's task still pending. The
   task is then cancelled, and the loop run until it has finished cancelling (at most
@@ -143,6 +144,11 @@ async def _await(awaitable: Awaitable[T]) -> T:
 
 
 _process_loop = HandlerLoop()
+# In a forked child, the loops it was forked with: kept, never closed. A copy shares its
+# parent's epoll instance, and closing it (as the garbage collector closes a loop it
+# collects) takes the parent's self-pipe out of that instance: the parent's loop would no
+# longer wake for what its other threads hand it.
+_inherited: list[HandlerLoop] = []
 
 
 def run(awaitable: Awaitable[T]) -> T:
@@ -152,9 +158,8 @@ def run(awaitable: Awaitable[T]) -> T:
 
 
 def _forget_in_child() -> None:
-    """Not closed: the child shares the parent's epoll instance, which closing the copy
-    would take the parent's own descriptors out of."""
     global _process_loop
+    _inherited.append(_process_loop)
     _process_loop = HandlerLoop()
 
 
