@@ -12,8 +12,6 @@ from tests.testing.project import run, user_project
 from workers.dev.redis_server import RedisServer
 
 ENV = "WEBHOOK_SOURCES=stripe\nWEBHOOK_HANDLERS=notes\n"
-# pytest-asyncio warns at every run while this is unset, as a project's configuration sets it.
-INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 # A user's handler module with one asyncio client for the module, as redis.asyncio advises.
 NOTES = """
@@ -68,7 +66,6 @@ def notes_project(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, redis_server: RedisServer
 ) -> pytest.Pytester:
     monkeypatch.setenv("NOTES_REDIS_URL", redis_server.url)
-    pytester.makeini(INI)
     user_project(pytester, ENV, notes=NOTES)
     return pytester
 
