@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -12,6 +11,7 @@ from typing import TypeVar
 from rq.timeouts import JobTimeoutException
 
 from app.turns import HandlerState
+from workers import handler_loop
 from workers.event import Event, PermanentError
 from workers.versions import Selector, VersionGuard, newer_version
 
@@ -229,13 +229,11 @@ def _turn(event: Event, entry: Registered) -> HandlerRun:
 
 
 def run_handler(func: HandlerFunc, event: Event) -> None:
+    """Call the handler; a coroutine handler is awaited on the process's handler loop
+    (`handler_loop.py`), kept from one event to the next."""
     result = func(event)
     if inspect.isawaitable(result):
-        asyncio.run(_await(result))
-
-
-async def _await(awaitable: Awaitable[None]) -> None:
-    await awaitable
+        handler_loop.run(result)
 
 
 registry = HandlerRegistry()

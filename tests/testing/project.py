@@ -60,6 +60,9 @@ def user_project(pytester: pytest.Pytester, env: str = "", **modules: str) -> No
 ASIDE = (
     *("-p", "no:hypothesispytest", "-p", "no:xdist", "-p", "no:cacheprovider"),
     *("-W", "ignore::pytest.PytestAssertRewriteWarning"),
+    # pytest-asyncio (the suite's, for tests/testing/test_plugin_async.py) warns at every
+    # run of a project that does not set it.
+    *("-o", "asyncio_default_fixture_loop_scope=function"),
 )
 
 
