@@ -28,8 +28,6 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import Link, SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from app.sources import ConfigError
-
 SCOPE = "webhook-receiver"
 _PROPAGATOR = TraceContextTextMapPropagator()
 _provider: TracerProvider | None = None
@@ -38,17 +36,7 @@ _provider: TracerProvider | None = None
 def _exporters() -> list[SpanExporter]:
     names = [n.strip().lower() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",")]
     found: list[SpanExporter] = []
-    if "otlp" in names:
-        protocol = (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-            or "http/protobuf"
-        )
-        if protocol != "http/protobuf":
-            raise ConfigError(
-                f"OTEL_EXPORTER_OTLP_PROTOCOL: {protocol!r} is not supported; the otel extra "
-                "exports over http/protobuf (an OTel Collector's port 4318)"
-            )
+    if "otlp" in names:  # over http/protobuf: the protocol was checked at startup
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         found.append(OTLPSpanExporter())

@@ -26,7 +26,6 @@ from app.sources import (
     resolve_sources,
     split_secrets,
 )
-from app.tracing import tracing_wanted
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -127,10 +126,6 @@ def problems(settings: Settings) -> list[str]:
         )
     try:
         settings.redis_target  # noqa: B018 - parsing is the validation
-    except ConfigError as exc:
-        found.append(str(exc))
-    try:
-        tracing_wanted(settings.otel)
     except ConfigError as exc:
         found.append(str(exc))
     if (

@@ -108,23 +108,67 @@ class NoTracing:
 NO_TRACING = NoTracing()
 
 
+def tracing_problems(otel: Mapping[str, str]) -> list[str]:
+    """What stops a process that traces (the receiver, the worker) from starting with these
+    OTEL_* variables: an exporter we cannot export to, a protocol the otel extra does not
+    speak, the extra not installed. Run at startup by both (`app/startup_checks.py`)."""
+    try:
+        if not tracing_wanted(otel):
+            return []
+    except ConfigError as exc:
+        return [str(exc)]
+    found = []
+    names = {n.strip().lower() for n in otel.get("OTEL_TRACES_EXPORTER", "").split(",")}
+    protocol = (
+        otel.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+        or otel.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "http/protobuf"
+    ).strip()
+    if "otlp" in names and protocol != "http/protobuf":
+        variable = (
+            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+            if otel.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            else "OTEL_EXPORTER_OTLP_PROTOCOL"
+        )
+        found.append(
+            f"{variable}: {protocol!r} is not supported; the otel extra exports over "
+            "http/protobuf (an OTel Collector's port 4318)"
+        )
+    try:
+        _import_sdk()
+    except ImportError as exc:
+        found.append(
+            "OTEL_TRACES_EXPORTER is set, but OpenTelemetry is not installed: "
+            f"pip install 'rq-webhook-receiver[otel]' ({exc.name} is missing)"
+        )
+    return found
+
+
+def _import_sdk() -> Any:
+    """Every module of the otel extra a tracing process imports."""
+    import opentelemetry.exporter.otlp.proto.http.trace_exporter
+    import opentelemetry.instrumentation.fastapi  # noqa: F401 - the receiver's routes
+
+    from app import otel_setup
+
+    return otel_setup
+
+
 def start_sdk(otel: Mapping[str, str], service: str) -> Any | None:
     """The process's tracer provider, built once; None when tracing is off. `service` is
-    the default of OTEL_SERVICE_NAME (`webhook-receiver`, `webhook-worker`)."""
+    the default of OTEL_SERVICE_NAME (`webhook-receiver`, `webhook-worker`). The process
+    checked `tracing_problems` at its start; they are asked again here, for whoever builds
+    a receiver or a worker without starting a process (the pytest plugin, a test)."""
+    found = tracing_problems(otel)
+    if found:
+        raise ConfigError("; ".join(found))
     if not tracing_wanted(otel):
         return None
     # The SDK reads its variables from the environment alone: a `.env` line counts too,
     # below what the environment sets.
     for name, value in otel.items():
         os.environ.setdefault(name, value)
-    try:
-        from app import otel_setup
-    except ImportError as exc:
-        raise ConfigError(
-            "OTEL_TRACES_EXPORTER is set, but OpenTelemetry is not installed: "
-            f"pip install 'rq-webhook-receiver[otel]' ({exc.name} is missing)"
-        ) from None
-    return otel_setup.provider(service)
+    return _import_sdk().provider(service)
 
 
 def receiver_tracing(otel: Mapping[str, str]) -> Tracing:

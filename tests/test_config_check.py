@@ -284,3 +284,24 @@ def test_a_dashboard_login_the_dashboard_would_refuse_is_a_problem(
         "  RQ_DASHBOARD_PASSWORD must be at least 16 characters (e.g. `openssl rand -base64 "
         "24`): the dashboard can requeue and delete events"
     ]
+
+
+def test_with_the_stack_stopped_no_redis_is_said_to_be_configured(
+    checkout: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = checkout(f"WEBHOOK_SIGNING_SECRET={SECRET}\n{LOGIN}")
+    (root / "var" / "redis").mkdir(parents=True)  # what a cleanly stopped stack leaves
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    result = webhooks("config", "check")
+    assert result.exit_code == 0, result.output
+    assert _rows(result.stdout)["REDIS_URL"] == (
+        "default",
+        "(none: REDIS_URL is not set and `make run`'s stack is down)",
+    )
+    assert "redis: none: the `make run` stack of this checkout is not running" in result.stdout
+    assert result.stdout.splitlines()[-1] == (
+        "ok: the checks every process makes at startup pass, but no Redis is configured: "
+        "REDIS_URL is not set and the `make run` stack of this checkout is down; start it "
+        "with `make run`, or set REDIS_URL=redis://HOST:PORT/DB"
+    )
+    assert "redis://localhost:6379" not in result.output

@@ -122,14 +122,12 @@ def test_tracing_asked_for_without_the_extra_says_how_to_install_it(
         receiver_tracing({"OTEL_TRACES_EXPORTER": "otlp"})
 
 
-def test_a_grpc_exporter_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app import otel_setup
-
-    monkeypatch.setattr(otel_setup, "_provider", None)
-    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-    with pytest.raises(ConfigError, match="OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' is not supported"):
-        otel_setup.provider("webhook-receiver")
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"]
+)
+def test_a_grpc_exporter_is_refused_by_name(variable: str) -> None:
+    with pytest.raises(ConfigError, match=f"^{variable}: 'grpc' is not supported"):
+        receiver_tracing({"OTEL_TRACES_EXPORTER": "otlp", variable: "grpc"})
 
 
 def test_the_otel_variables_of_the_env_file_count(tmp_path: Path) -> None:

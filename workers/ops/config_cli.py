@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import click
 from pydantic import ValidationError
 
-from app.settings import ConfigError, Settings
+from app.settings import Settings
 from app.settings_checks import placeholder_variables, problems, validation_problems
+from app.startup_checks import startup_problems
 from workers.ops.common import cell, json_option, plural, print_table
 from workers.ops.config_sources import Provenance, SettingLine, setting_lines
 from workers.ops.target import Target, resolve_target
@@ -26,6 +27,13 @@ NO_STACK_HINT = (
     "no `make run` stack of this checkout is up and REDIS_URL is not set: these are the "
     "settings a process started here would get (`make run` adds development secrets and "
     "values for what is unset)"
+)
+
+
+UNCONFIGURED = "(none: REDIS_URL is not set and `make run`'s stack is down)"
+NO_REDIS = (
+    "no Redis is configured: REDIS_URL is not set and the `make run` stack of this checkout "
+    "is down; start it with `make run`, or set REDIS_URL=redis://HOST:PORT/DB"
 )
 
 
@@ -72,24 +80,26 @@ def build_report(target: Target) -> Report:
         found = validation_problems(exc)
         sources = _raw_sources(provenance)
     else:
-        found = problems(settings) + _dashboard_problems(settings)
+        found = problems(settings) + _startup_problems(settings)
         sources = settings.webhook_sources
-    return Report(target, setting_lines(provenance, sources), found)
+    lines = setting_lines(provenance, sources)
+    if target.down:
+        # The default would be dialled by nothing: the command refuses it (`target.py`), and
+        # a process started here is not the stack that was.
+        lines = [
+            SettingLine(s.name, UNCONFIGURED, s.origin) if s.name == "REDIS_URL" else s
+            for s in lines
+        ]
+    return Report(target, lines, found)
 
 
-def _dashboard_problems(settings: Settings) -> list[str]:
-    """What stops the dashboard at its own startup: a missing or short login."""
-    from workers.ops.dashboard import check_login  # Flask and rq-dashboard: only here
-
-    try:
-        check_login(settings)
-    except ConfigError as exc:
-        # A placeholder is already named above; its length is not news.
-        placeholder = "RQ_DASHBOARD_PASSWORD" in placeholder_variables(settings)
-        if placeholder and str(exc).startswith("RQ_DASHBOARD_PASSWORD must be at least"):
-            return []
-        return [str(exc)]
-    return []
+def _startup_problems(settings: Settings) -> list[str]:
+    """What stops the receiver, the worker or the dashboard at its own startup."""
+    found = startup_problems(settings)
+    if "RQ_DASHBOARD_PASSWORD" in placeholder_variables(settings):
+        # The placeholder is already named; its length is not news.
+        found = [p for p in found if not p.startswith("RQ_DASHBOARD_PASSWORD must be at least")]
+    return found
 
 
 def _raw_sources(provenance: Provenance) -> list[str]:
@@ -107,7 +117,10 @@ def _print(report: Report) -> None:
     if report.target.origin == "default":
         click.echo(f"note: {NO_STACK_HINT}")
     if not report.problems:
-        click.echo("ok: the checks every process makes at startup pass")
+        if report.target.down:
+            click.echo(f"ok: the checks every process makes at startup pass, but {NO_REDIS}")
+        else:
+            click.echo("ok: the checks every process makes at startup pass")
         return
     count = plural(len(report.problems), "problem")
     click.echo(f"{count} found by the checks every process makes at startup:", err=True)

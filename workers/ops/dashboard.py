@@ -28,9 +28,11 @@ from rq_dashboard.cli import make_flask_app
 from rq_dashboard.web import blueprint, push_rq_connection
 
 from app.connection import OPERATOR, sync_client
+from app.library_logs import route_library_logs
 from app.logs import configure_logging, logger
 from app.redis_errors import describe
-from app.settings import ConfigError, Settings
+from app.settings import Settings
+from app.startup_checks import Process, check_startup
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
 from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
 from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
@@ -47,36 +49,12 @@ from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
-# The login brake slows each client (an address, an IPv6 /64); against a guesser with many,
-# only the password's length does.
-MIN_PASSWORD_LENGTH = 16
-
-
-def check_login(settings: Settings) -> tuple[str, str]:
-    """The dashboard's login, or the `ConfigError` that stops it (`webhooks config check`
-    asks too, before anything starts)."""
-    username = settings.rq_dashboard_username or ""
-    password = (
-        settings.rq_dashboard_password.get_secret_value()
-        if (settings.rq_dashboard_password)
-        else ""
-    )
-    if not username or not password:
-        raise ConfigError(
-            "RQ_DASHBOARD_USERNAME and RQ_DASHBOARD_PASSWORD must be set: the dashboard "
-            "can requeue and delete events, so it never runs without a login"
-        )
-    if len(password) < MIN_PASSWORD_LENGTH:
-        # The brake slows one client; a guesser with many is slowed only by the length.
-        raise ConfigError(
-            f"RQ_DASHBOARD_PASSWORD must be at least {MIN_PASSWORD_LENGTH} characters "
-            "(e.g. `openssl rand -base64 24`): the dashboard can requeue and delete events"
-        )
-    return username, password
-
 
 def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
-    username, password = check_login(settings)
+    check_startup(settings, Process.DASHBOARD)
+    username = settings.rq_dashboard_username or ""
+    assert settings.rq_dashboard_password is not None  # the startup check requires both
+    password = settings.rq_dashboard_password.get_secret_value()
     expected_user, expected_password = username.encode(), password.encode()
     brake = brake or LoginBrake()
     redact = Redactor.of(settings)
@@ -176,6 +154,8 @@ def run_dashboard(settings: Settings, host: str, port: int) -> None:
     import waitress
 
     configure_logging()
+    # waitress's lines in ours; its "Task queue depth" warnings at DEBUG (library_logs.py).
+    route_library_logs("waitress")
     app = create_dashboard(settings)
     print(f"dashboard on http://{host}:{port}/", flush=True)
     waitress.serve(app, host=host, port=port, threads=4, ident="webhooks-dashboard")

@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol
 
 from app.settings import ConfigError, Settings
+from app.startup_checks import sentry_problems
 
 if TYPE_CHECKING:
     from workers.event import Event
@@ -45,13 +46,11 @@ def worker_reports(settings: Settings) -> HandlerErrors | None:
     """The reporter SENTRY_DSN asks for, the SDK set up; None when it is unset."""
     if settings.sentry_dsn is None:
         return None
-    try:
-        from workers.runtime import sentry_reports
-    except ImportError as exc:
-        raise ConfigError(
-            "SENTRY_DSN is set, but sentry-sdk is not installed: "
-            f"pip install 'rq-webhook-receiver[sentry]' ({exc.name} is missing)"
-        ) from None
+    found = sentry_problems(settings)  # checked at the worker's start; here for a test's
+    if found:
+        raise ConfigError("; ".join(found))
+    from workers.runtime import sentry_reports
+
     return sentry_reports.start(settings)
 
 

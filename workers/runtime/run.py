@@ -31,6 +31,7 @@ from app.library_logs import route_library_logs
 from app.logs import configure_logging, logger
 from app.redis_errors import ProblemLog
 from app.settings import ConfigError, Settings
+from app.startup_checks import Process, check_startup
 from pytest_webhook_receiver.clash import PACKAGES, on_path
 from workers.registry import registry
 from workers.runtime.recovery import release_previous
@@ -118,6 +119,7 @@ class RedisLoss(logging.Filter):
 def run_worker(settings: Settings, burst: bool = False) -> None:
     """Run until SIGTERM/SIGINT, rebuilding the worker whenever Redis failure ends its loop."""
     configure_logging()
+    check_startup(settings, Process.WORKER)
     # RQ's lines in ours, its maintenance at DEBUG (app/library_logs.py).
     route_library_logs("rq")
     import_handlers(settings)
