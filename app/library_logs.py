@@ -1,4 +1,4 @@
-"""uvicorn's and RQ's log lines, in our format and at a level that says what they are.
+"""uvicorn's, RQ's and waitress's log lines, in our format and at a level that says what they are.
 
 Left alone, each library writes its own look (`INFO:     Started server process`, RQ's
 `20:18:41 Worker 9a48…: cleaning group registries`) into a stream that is otherwise one JSON
@@ -14,7 +14,8 @@ maintenance every interval. Routed here, their records go through the `webhooks`
   it) or an answer below 400 (the probes); JSON keeps every one, with the client address.
 
 The receiver's process gets this from uvicorn's `--log-config app/uvicorn_logging.json`
-(Procfile), so from uvicorn's first line; the worker from `run_worker`.
+(Procfile), so from uvicorn's first line; the worker from `run_worker`; the dashboard's
+waitress from `run_dashboard`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ PERIODIC = frozenset(
         "Worker %s: cleaning group registries",
         "Worker %s: subscribing to channel %s",
         "Worker %s: unsubscribing from channel %s",
+        # waitress 3: a request waited for one of the dashboard's threads (its page polls
+        # every 2.5 s, so two tabs make one wait): routine, not a warning.
+        "Task queue depth is %d",
     }
 )
 LIFECYCLE = frozenset(
@@ -53,6 +57,9 @@ LIFECYCLE = frozenset(
         "Finished server process [%d]",
     }
 )
+# waitress formats its listening line before logging it (`Serving on http://host:port`);
+# the dashboard prints its own.
+LIFECYCLE_PREFIXES = ("Serving on ",)
 ACCESS_LOGGER = "uvicorn.access"
 DELIVERIES = "/webhooks/"
 
@@ -72,7 +79,8 @@ class LibraryLines(logging.Filter):
         if record.name == ACCESS_LOGGER:
             return _access(record, terminal)
         routine = isinstance(record.msg, str) and (
-            record.msg in PERIODIC or (terminal and record.msg in LIFECYCLE)
+            record.msg in PERIODIC
+            or (terminal and (record.msg in LIFECYCLE or record.msg.startswith(LIFECYCLE_PREFIXES)))
         )
         if routine:
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"

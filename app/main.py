@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,8 +28,26 @@ from app.process_settings import shared_settings
 from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
+from app.startup_checks import Process, check_startup
 from app.timeline import start_timeline
 from app.tracing import NO_TRACING, Tracing
+
+# uvicorn reads a request's head and body with no bound of ours unless its `--http` is the
+# guard (`app/http_guard.py`, the Procfile's web line). Said once at startup, not refused:
+# a receiver behind a proxy that bounds heads and deadlines itself may run without it.
+GUARD = "app.http_guard:GuardedHttpToolsProtocol"
+UNGUARDED = (
+    f"the HTTP bounds are off: uvicorn was started without `--http {GUARD}` (the "
+    "Procfile's web line), so request heads of any size are read whole and a slow sender "
+    "holds its connection forever; see docs/deployment.md"
+)
+
+
+def guarded() -> bool:
+    """Whether this process's server reads requests through the guard. Nothing of ours
+    imports `app.http_guard` (tests/test_unguarded_start.py): loaded, it was by uvicorn's
+    `--http`, which imports its protocol class before it starts the app."""
+    return "app.http_guard" in sys.modules
 
 
 def redis_client(settings: Settings) -> aioredis.Redis:
@@ -52,14 +71,18 @@ def instrument_routes(app: FastAPI, tracing: Tracing) -> None:
     app.middleware_stack = None
 
 
-def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None = None) -> Ingress:
+def create_app(
+    settings: Settings | None = None, *, redis: aioredis.Redis | None = None, served: bool = False
+) -> Ingress:
     """The app; with `redis`, on that client instead of one made from the settings (the
-    pytest plugin's `receiver` gives a fakeredis one), which the caller then closes."""
+    pytest plugin's `receiver` gives a fakeredis one), which the caller then closes.
+    `served`: by a server on a socket (`app.main:app`), which says when it is unguarded."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         configure_logging()
         active = settings if settings is not None else Settings.load()
+        check_startup(active, Process.RECEIVER)
         client = redis_client(active) if redis is None else redis
         app.state.receiver = receiver = Receiver(active, client)
         if receiver.tracing is not NO_TRACING:
@@ -75,6 +98,8 @@ def create_app(settings: Settings | None = None, *, redis: aioredis.Redis | None
             "receiver started",
             extra={"sources": {n: s.provider for n, s in active.sources.items()}},
         )
+        if served and not guarded():
+            logger.warning(UNGUARDED)
         # The Events page's picture of the last day, off the request path (app/timeline.py).
         timeline = await start_timeline(client, active.webhook_key_prefix, active.sources)
         try:
@@ -133,7 +158,8 @@ class Application:
             if scope["type"] == "lifespan":
                 first = await receive()
                 try:
-                    self.app = create_app(shared_settings(scope.setdefault("state", {})))
+                    settings = shared_settings(scope.setdefault("state", {}))
+                    self.app = create_app(settings, served=True)
                 except ConfigError as exc:
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
@@ -154,7 +180,7 @@ class Application:
         on. Its shutdown never comes: without a lifespan the process ends without one."""
         configure_logging()
         try:
-            app = create_app(shared_settings(state))
+            app = create_app(shared_settings(state), served=True)
         except ConfigError as exc:
             logger.error(str(exc))
             return None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from honcho.printer import Message, Printer
 
-from app.library_logs import LibraryLines
+from app.library_logs import LibraryLines, route_library_logs
 from app.logs import LineFormatter, chosen_format, log_state, logger
 from workers.dev.procs import LinePrinter, StackManager
 
@@ -287,3 +287,36 @@ def test_the_printer_drops_the_time_a_process_line_repeats() -> None:
     line = b"20:18:41 info    accepted inbound evt_1 order.created\n"
     LinePrinter(out, colour=False).write(Message("line", line, now, "web.1", None))
     assert out.getvalue() == "20:18:41 web.1 | info    accepted inbound evt_1 order.created\n"
+
+
+def test_waitress_queue_depth_is_routine_and_its_other_warnings_keep_their_level(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard's waitress, as `run_dashboard` routes it: a request that waited for a
+    thread (its page polls every 2.5 s) prints nothing; a real warning prints in our format."""
+    from waitress.task import ThreadedTaskDispatcher
+
+    monkeypatch.setenv("WEBHOOK_LOG_FORMAT", "json")
+    for name in ("waitress", "waitress.queue"):
+        monkeypatch.setattr(logging.getLogger(name), "handlers", [])
+        monkeypatch.setattr(logging.getLogger(name), "propagate", True)
+    monkeypatch.setattr(logger, "level", logging.INFO)
+    route_library_logs("waitress")
+    capfd.readouterr()
+    ThreadedTaskDispatcher().add_task(object())  # no thread to take it: "depth is 1"
+    logging.getLogger("waitress").warning("%d thread(s) still running", 2)
+    lines = capfd.readouterr().err.splitlines()
+    assert [json.loads(line)["msg"] for line in lines] == ["2 thread(s) still running"]
+
+
+def test_the_dashboard_routes_waitress_through_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    import waitress
+
+    from workers.ops import dashboard
+
+    routed: list[tuple[str, ...]] = []
+    monkeypatch.setattr(dashboard, "route_library_logs", lambda *names: routed.append(names))
+    monkeypatch.setattr(dashboard, "create_dashboard", lambda settings: object())
+    monkeypatch.setattr(waitress, "serve", lambda *args, **kwargs: None)
+    dashboard.run_dashboard(object(), "127.0.0.1", 1)  # type: ignore[arg-type]
+    assert routed == [("waitress",)]
