@@ -33,8 +33,8 @@ from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
 from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
-from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
-from workers.ops.events_page import events_blueprint
+from workers.ops.events_page.views import ACTIONS as EVENT_ACTIONS
+from workers.ops.events_page.views import events_blueprint
 from workers.ops.login_brake import (
     LoginBrake,
     client_key,
