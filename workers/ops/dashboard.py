@@ -33,6 +33,7 @@ from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
 from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
+from workers.ops.dashboard_requeue import DashboardRequeue
 from workers.ops.events_page.views import ACTIONS as EVENT_ACTIONS
 from workers.ops.events_page.views import events_blueprint
 from workers.ops.login_brake import (
@@ -98,7 +99,13 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
 
     # Registered before the guard is built, so the guard covers its actions too.
     app.register_blueprint(events_blueprint(settings, connection))
-    guard = ActionGuard(app, settings.webhook_queue, connection, logged_by_view=EVENT_ACTIONS)
+    guard = ActionGuard(
+        app,
+        settings.webhook_queue,
+        connection,
+        logged_by_view=EVENT_ACTIONS,
+        requeue=DashboardRequeue(settings, connection),
+    )
 
     @app.before_request
     def require_login() -> Response | None:

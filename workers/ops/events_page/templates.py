@@ -156,9 +156,11 @@ EVENT = """{% extends "layout.html" %}
 {% if d.turns %}<table id="attempts" class="table table-sm">
  <thead><tr><th>attempt</th><th>ended (UTC)</th><th>handler</th><th>state</th><th>error</th>
  </tr></thead><tbody>
- {% for t in d.turns %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
+ {% for t in d.turns %}{% if t.marker %}<tr class="rerun{% if not t.recorded %} unrecorded{%
+  endif %}"><td colspan="5">&#8635; {{ t.text }}</td></tr>
+ {% else %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
   class="handler">{{ t.handler }}</td><td><span class="state state-{{ t.state }}">{{ t.state
-  }}</span></td><td class="error">{{ t.error }}</td></tr>{% endfor %}
+  }}</span></td><td class="error">{{ t.error }}</td></tr>{% endif %}{% endfor %}
 </tbody></table>{% elif d.rq_attempts %}<table id="attempts" class="table table-sm">
  <thead><tr><th>when (UTC)</th><th>outcome</th><th>error</th></tr></thead><tbody>
  {% for a in d.rq_attempts %}<tr><td class="time">{{ a.when }}</td><td>{{ a.outcome }}</td><td
@@ -197,6 +199,8 @@ pre.payload, pre.traceback { background: #f7fafc; padding: .5rem; max-height: 32
 .status-retrying, .status-running, .status-queued { background: #fefcbf; color: #744210; }
 .state-failed, .state-permanent { color: #9b2c2c; }
 .state-done { color: #22543d; }
+/* A requeue or a replay between two attempts: a band across the table, not an attempt. */
+tr.rerun td { background: #ebf8ff; color: #2a4365; font-style: italic; }
 """
     + CHART_CSS
     + SEARCH_CSS
