@@ -67,6 +67,13 @@ LAYOUT = """<!doctype html>
 INDEX = """{% extends "layout.html" %}
 {% block content %}
 <h1>Events</h1>
+{#- A bulk action's result first: the page it lands on is long (the chart, the search), and
+ the search it came from no longer shows the events a requeue put back. #}
+{% if bulk_done %}<div id="bulk-result" class="alert alert-info py-1 mt-2" role="status">
+ <div id="bulk-done">{{ bulk_done.sentence }}</div>
+ {% if bulk_done.requeued %}<a id="bulk-requeued" href="{{ bulk_done.requeued }}">Show the {{
+  bulk_done.count }} requeued event{{ "" if bulk_done.count == 1 else "s" }} &rarr;</a>{% endif %}
+</div>{% endif %}
 <p class="intro">What the receiver accepted, from the event ledger: what is waiting now, the
  recent past per source, and a search.
  {% if layout.autorefresh.on %}This page reloads every {{ layout.autorefresh.seconds }} s
