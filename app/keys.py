@@ -49,6 +49,11 @@ class Keys:
         """The ledger's index: event record keys scored by receipt time."""
         return f"{self.prefix}:events"
 
+    def requeued(self, token: str) -> str:
+        """The events one bulk requeue of the Events page put back: their record keys scored
+        by receipt time, as in `events`, so the page's search can walk it the same way."""
+        return f"{self.prefix}:requeued:{token}"
+
     def stats(self, source: str) -> str:
         """Counters of the workers' outcomes for one source (a hash)."""
         return f"{self.prefix}:stats:{source}"

@@ -29,7 +29,7 @@ from workers.ops.dashboard_guard import (
     escape_interpolations,
     escape_rq_dashboard,
 )
-from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
+from workers.ops.events_page.views import ACTIONS as EVENT_ACTIONS
 
 
 @pytest.mark.parametrize("missing", ["rq_dashboard_username", "rq_dashboard_password"])

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from redis import Redis
@@ -17,7 +18,7 @@ from rq.registry import FailedJobRegistry
 
 from app.keys import job_id_for
 from tests.conftest import AUTH, event_body
-from tests.events_site import ORIGIN, Site, make_site, table
+from tests.events_site import ORIGIN, Site, ids_of, make_site, table
 from tests.purge_race import (
     EVENT_ID,
     EVENT_TYPE,
@@ -268,3 +269,80 @@ def test_a_purge_skips_a_letter_requeued_between_its_check_and_its_delete(
     assert done is not None and done.group(1) == "2 purged, 1 skipped: no longer a dead letter."
     assert not letters.dead() & {inbound("evt_f1"), inbound("evt_f2"), JOB_ID}
     assert_requeued_and_runs_once(letters.redis, state, letters.site.harness.drain)
+
+
+def test_a_bulk_requeues_result_is_first_on_the_page_with_a_link_to_the_requeued_events(
+    letters: Letters,
+) -> None:
+    _, action, fields = letters.confirm("requeue", **{**letters.search, "status": "dead"})
+    page = letters.site.get(letters.post(action, {**fields, "handlers": "failed"}))
+    # Before the picture and the search, whose `status=dead` no longer shows them.
+    assert page.index('id="bulk-done"') < page.index('id="now"') < page.index('id="summary"')
+    assert "0 events shown." in page
+    link = re.search(r'<a id="bulk-requeued" href="([^"]*)">([^<]*)</a>', page)
+    assert link is not None
+    assert " ".join(unescape(link.group(2)).split()) == "Show the 2 requeued events →"
+    listed = letters.site.get(unescape(link.group(1)))
+    assert sorted(ids_of(listed)) == ["evt_f1", "evt_f2"]
+    assert 'id="requeued-only"' in listed and "Only the 2 events" in listed
+    # Whatever they became: once run (dead again here), the same link still lists them.
+    letters.site.harness.drain()
+    assert sorted(ids_of(letters.site.get(unescape(link.group(1))))) == ["evt_f1", "evt_f2"]
+
+
+def test_the_requeued_events_search_keeps_its_other_filters_and_bulk_acts_within_it(
+    letters: Letters,
+) -> None:
+    _, action, fields = letters.confirm("requeue", type="*", source="inbound")
+    assert len(fields["jobs"].split()) == 5
+    page = letters.site.get(letters.post(action, {**fields, "handlers": "failed"}))
+    link = re.search(r'<a id="bulk-requeued" href="([^"]*)"', page)
+    assert link is not None
+    token = parse_qs(urlsplit(unescape(link.group(1))).query)["requeued"][0]
+    letters.site.harness.drain()  # every one dead again: its handler still fails
+    letters.fail("evt_f9")  # a dead letter of the same search, not of this requeue
+    within = {"requeued": token, "type": "bad.*", "status": "dead"}
+    assert sorted(letters.site.rows(**within)) == ["evt_b1", "evt_b2"]
+    assert "2 dead letters match this search" in letters.site.get("/events", **within)
+    _, _, fields = letters.confirm("requeue", requeued=token, status="dead")
+    assert set(fields["jobs"].split()) == {inbound(i) for i in ("evt_old", "evt_f1", "evt_f2")} | {
+        inbound("evt_b1"),
+        inbound("evt_b2"),
+    }
+    assert fields["requeued"] == token
+
+
+def test_a_purges_result_is_first_on_the_page_without_a_link(letters: Letters) -> None:
+    _, action, fields = letters.confirm("purge")
+    page = letters.site.get(letters.post(action, fields))
+    assert page.index('id="bulk-done"') < page.index('id="now"')
+    assert "2 purged." in page and 'id="bulk-requeued"' not in page
+
+
+@pytest.mark.parametrize("token", ["x" * 15 + "!", '"><script>alert(1)</script>'])
+def test_a_requeued_list_the_page_did_not_make_is_left_out_of_the_search_and_never_linked(
+    letters: Letters, token: str
+) -> None:
+    page = letters.site.get("/events", requeued=token, status="dead")
+    assert "That list of requeued events is not one this page made." in page
+    assert "<script>alert" not in page and 'id="bulk-requeue"' not in page
+    banner = letters.site.get("/events", bulk="requeue", done="2", batch=token)
+    assert "2 requeued." in banner and 'id="bulk-requeued"' not in banner
+
+
+def test_a_requeued_list_no_longer_kept_shows_no_event_and_says_so(letters: Letters) -> None:
+    page = letters.site.get("/events", requeued="A" * 16)
+    assert "That list of requeued events is no longer kept (a week)." in page
+    assert ids_of(page) == [] and 'id="bulk-requeue"' not in page
+
+
+def test_hostile_ids_in_the_requeued_events_list_are_escaped(letters: Letters) -> None:
+    hostile = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
+    letters.fail(hostile)
+    _, action, fields = letters.confirm("requeue", id=hostile)
+    page = letters.site.get(letters.post(action, {**fields, "handlers": "failed"}))
+    link = re.search(r'<a id="bulk-requeued" href="([^"]*)"', page)
+    assert link is not None
+    listed = letters.site.get(unescape(link.group(1)))
+    assert ids_of(listed) == [hostile]
+    assert "<img src=x" not in listed and "<script>alert" not in listed

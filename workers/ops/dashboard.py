@@ -35,8 +35,9 @@ from app.settings import Settings
 from app.startup_checks import Process, check_startup
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
 from workers.ops.dashboard_pages import edit_template, label_dead_letters, readable_job_info
-from workers.ops.events_page import ACTIONS as EVENT_ACTIONS
-from workers.ops.events_page import events_blueprint
+from workers.ops.dashboard_requeue import DashboardRequeue
+from workers.ops.events_page.views import ACTIONS as EVENT_ACTIONS
+from workers.ops.events_page.views import events_blueprint
 from workers.ops.login_brake import (
     LoginBrake,
     client_key,
@@ -76,7 +77,13 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
 
     # Registered before the guard is built, so the guard covers its actions too.
     app.register_blueprint(events_blueprint(settings, connection))
-    guard = ActionGuard(app, settings.webhook_queue, connection, logged_by_view=EVENT_ACTIONS)
+    guard = ActionGuard(
+        app,
+        settings.webhook_queue,
+        connection,
+        logged_by_view=EVENT_ACTIONS,
+        requeue=DashboardRequeue(settings, connection),
+    )
 
     @app.before_request
     def require_login() -> Response | None:

@@ -19,6 +19,9 @@ rq-dashboard 0.9 has three holes this module closes:
   webhook queue, the guard answers these itself with the purge every other path uses
   (`purge.py`), which deletes a job only if it is still a dead letter, in the same atomic
   step; one requeued meanwhile is left whole (a 409 for one, counted as skipped in an empty).
+- Its requeue leaves a dead letter's retry budget spent, and the event's record silent about
+  it: for the webhook queue the guard answers it with the requeue every other path uses
+  (`dashboard_requeue.py`).
 Each accepted action writes one log line naming what it acts on and how many jobs.
 """
 
@@ -38,6 +41,7 @@ from rq.job import Job, JobStatus
 
 from app.keys import Keys
 from app.logs import logger
+from workers.ops.dashboard_requeue import DashboardRequeue
 from workers.ops.purge import Purge
 
 _DIV_TEXT_HTML = re.compile(r"<%=\s*\$\('<div/>'\)\.text\((.+?)\)\.html\(\)\s*%>")
@@ -103,8 +107,11 @@ class ActionGuard:
         queue_name: str,
         connection: Callable[[], Redis],
         logged_by_view: frozenset[str] = frozenset(),
+        requeue: DashboardRequeue | None = None,
     ) -> None:
         self.actions = action_endpoints(app)
+        # Answers rq-dashboard's requeues of the webhook queue (`dashboard_requeue.py`).
+        self.requeue = requeue
         self.queue_name = queue_name
         self.connection = connection
         # Actions whose view logs them itself, with their outcome (the Events page's).
@@ -126,6 +133,17 @@ class ActionGuard:
             return self._empty(str(args["queue_name"]), str(args["registry_name"]))
         if name == "delete_job_view":
             return self._delete(str(args["job_id"]))
+        if name == "requeue_all" and self.requeue is not None:
+            every = self.requeue.every(str(args["queue_name"]))
+            if every is not None:
+                answer, done, skipped = every
+                log_action("requeue_all", queue=self.queue_name, count=done, skipped=skipped)
+                return answer
+        if name == "requeue_job_view" and self.requeue is not None:
+            one = self.requeue.one(str(args["job_id"]))
+            if one is not None:
+                log_action("requeue", job_id=str(args["job_id"]), count=one[1])
+                return one[0]
         if name == "requeue_all":
             queue = Queue(str(args["queue_name"]), connection=self.connection())
             count = queue.failed_job_registry.get_job_count(cleanup=False)

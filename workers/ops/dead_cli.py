@@ -21,6 +21,7 @@ from workers.ops.dead_targets import (
     Targets,
     apply_each,
     check_source,
+    exact,
     report_missing,
     resolve,
     selected,
@@ -88,6 +89,7 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
 
 @dead.command("show")
 @click.argument("name", metavar="ID")
+@click.argument("event_id", required=False)
 @click.option(
     "--traceback",
     "traceback_part",
@@ -97,13 +99,15 @@ def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
     help="user: your handlers' frames; full: with the worker's and RQ's frames.",
 )
 @json_option("As one JSON object (the traceback as stored: both parts).")
-def dead_show(name: str, traceback_part: str, as_json: bool) -> None:
+def dead_show(name: str, event_id: str | None, traceback_part: str, as_json: bool) -> None:
     """Show one dead letter: its event, headers, where each handler stands, each handler's
     turn at its last attempt and at every attempt the ledger keeps, payload and traceback.
-    ID: its job id, SOURCE/EVENT_ID, or its event id alone."""
+    ID: its job id, SOURCE/EVENT_ID (or SOURCE EVENT_ID), or its event id alone."""
     settings = load_settings()
     with redis_connection(settings) as connection:
         store = DeadLetters(settings, connection)
+        if event_id is not None:  # SOURCE EVENT_ID: that event exactly
+            name = exact(store, name, event_id)
         shown = store.show(resolve(store, name))
     if shown is None:
         raise CommandError(f"{name} is not a dead letter (by job id, SOURCE/EVENT_ID or event id)")
@@ -192,7 +196,8 @@ def dead_requeue(
 ) -> None:
     """Put dead letters back on the queue, each with its full retry budget; each runs again
     only its handlers that have not succeeded, unless --all-handlers. Each ID: a job id,
-    SOURCE/EVENT_ID, or an event id alone."""
+    SOURCE/EVENT_ID, or an event id alone; or SOURCE EVENT_ID... (the first argument a
+    source's name), events of that source."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _requeue_dry_run(store, targets, all_handlers, as_json)
@@ -217,7 +222,8 @@ def dead_purge(
     **filters: Any,
 ) -> None:
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL).
-    Each ID: a job id, SOURCE/EVENT_ID, or an event id alone."""
+    Each ID: a job id, SOURCE/EVENT_ID, or an event id alone; or SOURCE EVENT_ID... (the
+    first argument a source's name), events of that source."""
     with selected(job_ids, all_, filters) as (store, targets):
         if dry_run:
             _purge_dry_run(store, targets, as_json)

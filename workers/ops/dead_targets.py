@@ -1,8 +1,9 @@
 """Which dead letters a `webhooks dead` command acts on (JOB_IDs, --all, or filters), and
 how a bulk command reports the ids that were not dead letters.
 
-A dead letter is named by its job id, by SOURCE/EVENT_ID, or by its bare event id: logs,
-the Events page and `events show` all lead with the event id, and the job id is a hash."""
+A dead letter is named by its job id, by SOURCE/EVENT_ID or SOURCE EVENT_ID (as every
+command that takes an event: `event_names.py`), or by its bare event id: logs, the Events
+page and `events show` all lead with the event id, and the job id is a hash."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import click
 from app.keys import job_id_for
 from workers.ops.common import TIME, CommandError, cell, load_settings, plural, redis_connection
 from workers.ops.deadletters import DeadLetter, DeadLetters, Selection
+from workers.ops.event_names import source_first
 
 
 def selection_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,7 +64,8 @@ def selected(
     chosen = selection(**filters)
     if sum([bool(ids), all_, not chosen.empty]) != 1:
         raise click.UsageError(
-            "give IDs (job ids, SOURCE/EVENT_IDs or event ids), --all, or filters "
+            "give IDs (job ids, SOURCE/EVENT_IDs, SOURCE EVENT_ID... or event ids), --all, "
+            "or filters "
             "(--source, --type, --error, --since, --until): exactly one of them"
         )
     settings = load_settings()
@@ -70,7 +73,7 @@ def selected(
         store = DeadLetters(settings, connection)
         check_source(store, chosen.source)
         if ids:
-            yield store, Targets([resolve(store, name) for name in ids], named=True)
+            yield store, Targets(resolve_all(store, ids), named=True)
         else:
             yield store, Targets([x.job_id for x in store.find(chosen)], named=False)
 
@@ -103,6 +106,22 @@ def _candidates(store: DeadLetters, name: str) -> list[tuple[str, str]]:
             if name in (letter.event_id, f"{letter.source}/{letter.event_id}")
         }
     return sorted(found.items())
+
+
+def resolve_all(store: DeadLetters, names: tuple[str, ...]) -> list[str]:
+    """The job ids the arguments name: `SOURCE EVENT_ID...` (the events of one source), or
+    each one a job id, SOURCE/EVENT_ID or an event id; a name that names no dead letter is
+    kept as it is (SOURCE/EVENT_ID for the first form), for the caller to report."""
+    events = source_first(names, list(store.settings.sources))
+    if events is None:
+        return [resolve(store, name) for name in names]
+    return [exact(store, source, event_id) for source, event_id in events]
+
+
+def exact(store: DeadLetters, source: str, event_id: str) -> str:
+    """The job id of this event's dead letter, or SOURCE/EVENT_ID when it has none."""
+    job_id = job_id_for(source, event_id)
+    return job_id if job_id in store.registry else f"{source}/{event_id}"
 
 
 def resolve(store: DeadLetters, name: str) -> str:

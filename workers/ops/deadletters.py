@@ -6,6 +6,7 @@ Kept in RQ's own registry so rq-dashboard shows and requeues the same entries th
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from app.settings import Settings
 from app.turns import FAILURES, HandlerState
 from workers.ops.ledger import EventLedger
 from workers.ops.purge import Purge
+from workers.ops.reruns import How, Rerun
 from workers.ops.turns_view import attempts_json, states_json, turns_json
 from workers.runtime.outcomes import meta_of, read_event, record
 from workers.runtime.retries import restore_budget
@@ -155,10 +157,17 @@ class DeadLetters:
         except NoSuchJobError:
             return None
 
-    def requeue(self, job_id: str, by: str = "command", all_handlers: bool = False) -> bool:
+    def requeue(
+        self,
+        job_id: str,
+        by: str = "command",
+        all_handlers: bool = False,
+        how: How = How.REQUEUE,
+    ) -> bool:
         """Requeue one dead letter with its full retry budget; False when it is not one. It
         reruns the handlers that have not succeeded for it, every one with `all_handlers`.
-        `by` says who in the `requeued` log line: the command, or the dashboard."""
+        `by` says who in the `requeued` log line and in the event's record (`reruns.py`):
+        the command, the dashboard or rq-dashboard; `how`, whether a replay asked."""
         job = self.get(job_id)
         if job is None:
             return False
@@ -176,8 +185,10 @@ class DeadLetters:
             return False  # requeued or purged by someone else meanwhile
         if meta is None:
             return True
+        # Between the attempt that killed it and the next one (`attempts` counts them all).
+        rerun = Rerun(meta.attempts, time.time(), how, by, all_handlers)
         with self.connection.pipeline(transaction=False) as pipe:
-            record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED)
+            record(pipe, job, meta, EventStatus.QUEUED, Outcome.REQUEUED, **rerun.written())
             pipe.execute()
         log_state("requeued", *meta.labels, job_id=job.id, by=by, all_handlers=all_handlers)
         return True

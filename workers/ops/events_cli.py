@@ -23,6 +23,7 @@ from workers.ops.common import (
     print_listing,
     redis_connection,
 )
+from workers.ops.event_names import event_named
 from workers.ops.events_page.search import PAGE, EventSearch, Query
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.turns_view import attempts_json, print_attempts, print_states, states_json
@@ -55,12 +56,16 @@ def _row(record: LedgerRecord) -> tuple[object, ...]:
 
 
 @events.command("show")
-@click.argument("source")
-@click.argument("event_id")
+@click.argument("source", metavar="SOURCE[/EVENT_ID]")
+@click.argument("event_id", required=False)
 @json_option("As one JSON object.")
-def events_show(source: str, event_id: str, as_json: bool) -> None:
+def events_show(source: str, event_id: str | None, as_json: bool) -> None:
     """One event: its status, attempts, last error, times, where each handler stands, each
-    handler's turn at every attempt kept, and the payload."""
+    handler's turn at every attempt kept, and the payload.
+
+    The event: SOURCE EVENT_ID, or SOURCE/EVENT_ID (split on the first `/`: an event id may
+    hold `/`, a source name never does)."""
+    source, event_id = event_named(source, event_id)
     settings = load_settings()
     if source not in settings.sources:
         raise click.BadParameter(

@@ -20,6 +20,7 @@ from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus, PayloadFormat
 from app.keys import Keys, job_id_for
 from app.turns import AttemptRecord, HandlerState, attempts_of, lasting_states, states_of
+from workers.ops.reruns import Rerun, reruns_of
 
 # A W3C traceparent, version 00: its trace id.
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}")
@@ -62,6 +63,8 @@ class LedgerRecord:
     attempt_log: tuple[AttemptRecord, ...] = ()
     # The delivery's trace (`app/tracing.py`), for a replay to link to; '' when untraced.
     trace: str = ""
+    # Only `get` reads these: each requeue or replay an operator made, oldest first.
+    reruns: tuple[Rerun, ...] = ()
 
     @property
     def attempts_left_out(self) -> int:
@@ -99,6 +102,7 @@ class LedgerRecord:
             handlers=_handlers(fields.get("handlers")) or lasting_states(attempt_log),
             trace=string("trace"),
             attempt_log=attempt_log,
+            reruns=reruns_of(fields),
         )
 
     @property

@@ -29,6 +29,8 @@ from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.provider_apis import Api, ReplayError, github_deliveries, stripe_events
 from workers.ops.redact import Redactor
+from workers.ops.reruns import How, Rerun
+from workers.runtime.outcomes import UPDATE_IF_PRESENT
 
 __all__ = [
     "Counts",
@@ -168,7 +170,7 @@ class LedgerReplay:
         self.queue = Queue(settings.webhook_queue, connection=redis)
 
     def replay(self, source: SourceConfig, record: LedgerRecord) -> Replayed:
-        if self.dead.requeue(record.job_id, by=self.by, all_handlers=self.all_handlers):
+        if self.dead.requeue(record.job_id, self.by, self.all_handlers, How.REPLAY):
             return Replayed.REQUEUED
         # Whether it is still pending is for the enqueue script to say, atomically: the
         # record was read earlier (`replay ledger` reads its whole window first).
@@ -209,7 +211,13 @@ class LedgerReplay:
         )
         fields = self.intake.job_hash.fields(job.call.args(), job.meta.to_meta(), job.description)
         names, args = call(keys, EnqueueArgs(job.job_id, replay=1))
-        return bool(self.intake.enqueue_script(keys=names, args=[*args, *fields]))
+        if not self.intake.enqueue_script(keys=names, args=[*args, *fields]):
+            return False
+        # The replay, among the event's attempts (`reruns.py`); its record is only updated.
+        rerun = Rerun(job.meta.attempts, time.time(), How.REPLAY, self.by, self.all_handlers)
+        written = [item for pair in rerun.written().items() for item in pair]
+        self.redis.eval(UPDATE_IF_PRESENT, 1, keys.event_key, *written)
+        return True
 
 
 def _untracked(record: LedgerRecord) -> bool:

@@ -3,7 +3,8 @@
 The ledger record keeps the last KEPT_ATTEMPTS attempts, each with every handler's turn
 (`app/turns.py`): the page lists a row per turn, or one row for an attempt with no turn
 (an ignored event, a worker that died before any handler finished, nothing left to run),
-and says how many earlier attempts it cannot list. A record written before the worker
+and says how many earlier attempts it cannot list. Between attempts, a row marks where a
+requeue or a replay ran the event again (`rerun_rows.py`). A record written before the worker
 kept turns has none: the page lists what RQ still keeps of the job's results instead,
 and says how many of the record's attempts that is (RQ trims them).
 """
@@ -11,12 +12,14 @@ and says how many of the record's attempts that is (RQ trims them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rq.job import Job
 from rq.results import Result
 
 from app.formats import iso
 from app.turns import KEPT_ATTEMPTS
+from workers.ops.events_page.rerun_rows import RerunRow, rerun_after
 from workers.ops.ledger import LedgerRecord
 from workers.runtime.outcomes import last_error
 
@@ -31,6 +34,7 @@ class TurnRow:
     handler: str
     state: str
     error: str
+    marker: ClassVar[bool] = False  # not a `RerunRow`
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +46,12 @@ class RqAttempt:
     error: str
 
 
-def turn_rows(record: LedgerRecord) -> tuple[TurnRow, ...]:
-    """Every turn of every attempt the record keeps, oldest attempt first."""
-    rows: list[TurnRow] = []
-    for attempt in record.attempt_log:
+def turn_rows(record: LedgerRecord) -> tuple[TurnRow | RerunRow, ...]:
+    """Every turn of every attempt the record keeps, oldest attempt first, and after an
+    attempt, a mark where a requeue or a replay ran the event again (`rerun_rows.py`)."""
+    rows: list[TurnRow | RerunRow] = []
+    kept = record.attempt_log
+    for index, attempt in enumerate(kept):
         ended = iso(attempt.ended_at) or "-"
         if not attempt.turns:
             rows.append(TurnRow(attempt.number, ended, "-", attempt.status, attempt.error))
@@ -53,6 +59,9 @@ def turn_rows(record: LedgerRecord) -> tuple[TurnRow, ...]:
             TurnRow(attempt.number, ended, turn.handler, str(turn.state), turn.error)
             for turn in attempt.turns
         ]
+        mark = rerun_after(record, attempt, kept[index + 1] if index + 1 < len(kept) else None)
+        if mark is not None:
+            rows.append(mark)
     return tuple(rows)
 
 

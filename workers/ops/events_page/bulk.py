@@ -13,7 +13,7 @@ one requeued or purged meanwhile is counted as skipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
@@ -50,13 +50,16 @@ class Filters:
     type: str | None = None
     since: float | None = None
     until: float | None = None
+    # The events of one bulk requeue (source, event id), when the search asks for them.
+    within: frozenset[tuple[str, str]] | None = None
 
     @classmethod
-    def of(cls, query: Query) -> Filters | None:
-        """None when the search's status leaves dead letters out."""
+    def of(cls, query: Query, within: frozenset[tuple[str, str]] | None = None) -> Filters | None:
+        """None when the search's status leaves dead letters out. `within`: the events of
+        the bulk requeue the search names (`query.requeued`)."""
         if query.status not in (None, EventStatus.DEAD):
             return None
-        return cls(query.source, query.event_id, query.type, query.since, query.until)
+        return cls(query.source, query.event_id, query.type, query.since, query.until, within)
 
     def matches(self, meta: JobMeta) -> bool:
         return (
@@ -66,6 +69,7 @@ class Filters:
             and Query(type=self.type).matches("", meta.type)
             and (self.since is None or meta.received_at >= self.since)
             and (self.until is None or meta.received_at <= self.until)
+            and (self.within is None or (meta.source, meta.event_id) in self.within)
         )
 
 
@@ -159,6 +163,8 @@ class BulkResult:
     done: int = 0
     gone: int = 0  # no longer a dead letter (requeued, purged or expired meanwhile)
     unmatched: int = 0  # still dead, but no longer one the search matches
+    # The letters acted on, for the result's link to them (`requeued.py`).
+    acted: tuple[Letter, ...] = field(default=(), compare=False)
 
     @property
     def skipped(self) -> int:
@@ -180,16 +186,19 @@ def apply(
     """Act on each listed job that is still a dead letter the search matches."""
     letters = {x.job_id: x for x in read(store.connection, job_ids)}
     done = gone = unmatched = 0
+    acted: list[Letter] = []
     for job_id in job_ids:
         letter = letters.get(job_id)
         if letter is None or job_id not in store.registry:
             gone += 1
         elif not filters.matches(letter.meta):
             unmatched += 1
-        elif verb is Verb.REQUEUE:
-            acted = store.requeue(job_id, by="dashboard", all_handlers=all_handlers)
-            done, gone = done + acted, gone + (not acted)
         else:
-            acted = store.purge(job_id)
-            done, gone = done + acted, gone + (not acted)
-    return BulkResult(verb, done, gone, unmatched)
+            if verb is Verb.REQUEUE:
+                ok = store.requeue(job_id, by="dashboard", all_handlers=all_handlers)
+            else:
+                ok = store.purge(job_id)
+            done, gone = done + ok, gone + (not ok)
+            if ok:
+                acted.append(letter)
+    return BulkResult(verb, done, gone, unmatched, tuple(acted))

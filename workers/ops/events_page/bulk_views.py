@@ -16,9 +16,11 @@ from flask import Blueprint, abort, redirect, request, url_for
 from redis import Redis
 from werkzeug.wrappers import Response
 
+from app.keys import Keys
 from app.settings import Settings
 from workers.ops.dashboard_guard import log_action
 from workers.ops.deadletters import DeadLetters
+from workers.ops.events_page import requeued
 from workers.ops.events_page.bulk import (
     AT_ONCE,
     BulkResult,
@@ -44,6 +46,17 @@ _confirm = environment.from_string(CONFIRM)
 
 
 @dataclass(frozen=True, slots=True)
+class Banner:
+    """A bulk action's result, at the top of the page it redirected to: its sentence, and
+    after a requeue, a link to the events it put back (the search it came from no longer
+    shows them: they are not dead letters any more)."""
+
+    sentence: str
+    requeued: str | None = None  # the link
+    count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Buttons:
     """The bulk buttons under a search: how many dead letters it matches, on every page."""
 
@@ -58,7 +71,7 @@ def buttons(
 ) -> Buttons | None:
     """None when the search has a bad field (the bulk would drop it and take more), its
     status leaves dead letters out, or it matches none."""
-    filters = Filters.of(query)
+    filters = Filters.of(query, within(redis, settings, query))
     if errors or filters is None:
         return None
     store = DeadLetters(settings, redis)
@@ -76,8 +89,9 @@ def buttons(
     )
 
 
-def banner(args: Mapping[str, str]) -> str | None:
-    """The sentence of a bulk action the page was redirected from; counts only."""
+def banner(args: Mapping[str, str]) -> Banner | None:
+    """The result of a bulk action the page was redirected from: counts, and the token of
+    the events a requeue put back (`requeued.py`), checked before it is linked to."""
     try:
         verb = Verb(args.get("bulk", ""))
         counts = [int(args.get(name, "0")) for name in ("done", "gone", "unmatched")]
@@ -85,7 +99,24 @@ def banner(args: Mapping[str, str]) -> str | None:
         return None
     if any(n < 0 for n in counts):
         return None
-    return BulkResult(verb, *counts).sentence()
+    done, gone, unmatched = counts
+    sentence = BulkResult(verb, done, gone, unmatched).sentence()
+    token = args.get("batch", "")
+    if verb is not Verb.REQUEUE or not done or not requeued.valid(token):
+        return Banner(sentence)
+    # To the search's results, below the picture: what the link is for is in view.
+    return Banner(sentence, url_for("events.index", requeued=token, _anchor="search"), done)
+
+
+def within(redis: Redis, settings: Settings, query: Query) -> frozenset[tuple[str, str]] | None:
+    """The events of the bulk requeue a search names, for the bulk actions' filters."""
+    if not query.requeued:
+        return None
+    return requeued.members(redis, _keys(settings), query.requeued)
+
+
+def _keys(settings: Settings) -> Keys:
+    return Keys(settings.webhook_key_prefix, settings.webhook_queue)
 
 
 def add_bulk_routes(
@@ -93,7 +124,7 @@ def add_bulk_routes(
 ) -> None:
     def selection(fields: Mapping[str, str]) -> tuple[Filters | None, list[str]]:
         query, errors = parse_query(fields, sources)
-        filters = Filters.of(query)
+        filters = Filters.of(query, within(connection(), settings, query))
         if filters is None and not errors:
             errors.append("This search's status leaves dead letters out.")
         return filters, errors
@@ -150,6 +181,9 @@ def add_bulk_routes(
         )
         result: dict[str, Any] = {"bulk": str(verb), "done": outcome.done, "gone": outcome.gone}
         result["unmatched"] = outcome.unmatched
+        if verb is Verb.REQUEUE and outcome.acted:
+            put_back = [(x.meta.source, x.meta.event_id, x.meta.received_at) for x in outcome.acted]
+            result["batch"] = requeued.remember(connection(), _keys(settings), put_back)
         return redirect(url_for("events.index", **fields, **result), 303)
 
     @blueprint.post("/bulk/requeue")

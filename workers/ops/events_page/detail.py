@@ -27,6 +27,7 @@ from workers.ops.events_page.attempts import (
     rq_note,
     turn_rows,
 )
+from workers.ops.events_page.rerun_rows import RerunRow
 from workers.ops.ledger import LedgerRecord
 from workers.runtime.tracebacks import TracebackParts, split_traceback
 
@@ -48,7 +49,7 @@ class EventDetail:
     payload: Payload
     job_status: str | None = None  # None: RQ no longer has the job
     headers: dict[str, str] = field(default_factory=dict)
-    turns: tuple[TurnRow, ...] = ()  # from the record
+    turns: tuple[TurnRow | RerunRow, ...] = ()  # from the record, with its reruns
     rq_attempts: tuple[RqAttempt, ...] = ()  # from RQ, for a record without turns
     note: str | None = None  # which attempts the list leaves out
     traceback: TracebackParts | None = None  # the user's frames first, when stored so

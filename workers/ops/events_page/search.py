@@ -64,6 +64,8 @@ class Query:
     until: float | None = None
     after: Cursor | None = None  # continue below this entry (older)
     limit: int | None = None  # rows per page; None: PAGE
+    # Only the events of one bulk requeue (`requeued.py`): its token, checked by the form.
+    requeued: str | None = None
 
     @property
     def size(self) -> int:
@@ -110,8 +112,14 @@ class EventSearch:
         if not query.reads_records and query.source is None:
             low = query.since if query.since is not None else "-inf"
             high = query.until if query.until is not None else "+inf"
-            page.in_range = int(self.connection.zcount(self.ledger.keys.events, low, high))
+            page.in_range = int(self.connection.zcount(self._index(query), low, high))
         return page
+
+    def _index(self, query: Query) -> str:
+        """The sorted set walked: the ledger's index, or one bulk requeue's events, which
+        holds the same members scored the same way."""
+        keys = self.ledger.keys
+        return keys.requeued(query.requeued) if query.requeued else keys.events
 
     def _by_id(self, query: Query) -> Page:
         assert query.event_id is not None
@@ -127,6 +135,9 @@ class EventSearch:
     def _lookup(self, query: Query, event_id: str) -> Page:
         sources = [query.source] if query.source else self.sources
         keys = [self.ledger.keys.event(source, event_id) for source in sources]
+        if query.requeued:
+            index = self._index(query)
+            keys = [k for k in keys if self.connection.zscore(index, k) is not None]
         found = [
             r
             for r in self.ledger.summaries(keys)
@@ -198,7 +209,7 @@ class EventSearch:
     def _chunk(self, query: Query, cursor: Cursor | None) -> list[tuple[str, float]]:
         """The next CHUNK index entries, newest first, strictly older than the cursor (ties
         in score are ordered by member, as Redis orders them)."""
-        key = self.ledger.keys.events
+        key = self._index(query)
         low = query.since if query.since is not None else "-inf"
         high: float | str = query.until if query.until is not None else "+inf"
         skip = 0

@@ -13,6 +13,7 @@ import click
 
 from app.jobstate import EventStatus
 from workers.ops.common import parse_time
+from workers.ops.events_page.requeued import valid
 from workers.ops.events_page.search import PAGE, Cursor, Query
 
 MAX_FIELD = 512
@@ -20,9 +21,9 @@ MAX_FIELD = 512
 FAILED = "failed"
 LIMITS = (25, PAGE, 100, 200)
 # The form's fields, as links carry them (the pager's, the bulk actions').
-FIELDS = ("source", "id", "type", "status", "since", "until", "limit", "after")
+FIELDS = ("source", "id", "type", "status", "since", "until", "requeued", "limit", "after")
 # The fields that choose events (not where a page starts nor its size): a bulk action's.
-FILTERS = ("source", "id", "type", "status", "since", "until")
+FILTERS = ("source", "id", "type", "status", "since", "until", "requeued")
 
 
 def form_of(args: Mapping[str, str], names: tuple[str, ...] = FIELDS) -> dict[str, str]:
@@ -67,7 +68,20 @@ def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, lis
         else:
             errors.append(f"Page size: one of {', '.join(map(str, LIMITS))}.")
     after = Cursor.decode(args.get("after", "")) if args.get("after") else None
+    # A bulk requeue's events: a token its result linked to, never put in a key otherwise.
+    requeued = field("requeued")
+    if requeued is not None and not valid(requeued):
+        errors.append("That list of requeued events is not one this page made.")
+        requeued = None
     query = Query(
-        source, event_id, field("type"), status, times["since"], times["until"], after, limit
+        source,
+        event_id,
+        field("type"),
+        status,
+        times["since"],
+        times["until"],
+        after,
+        limit,
+        requeued,
     )
     return query, errors

@@ -40,14 +40,17 @@ SEARCH = (
    {% for n in limits %}<option value="{{ n }}"{% if n == page_size %} selected{% endif
     %}>{{ n }}</option>{% endfor %}
   </select></div>
+  {% if form.requeued %}<input type="hidden" name="requeued" value="{{ form.requeued }}">
+  {% endif %}
   <div class="field"><button type="submit" class="btn btn-sm btn-primary">Search</button></div>
  </form>
  <p class="ranges">Received in the last:
   {% for label, href in ranges %}<a href="{{ href }}">{{ label }}</a>{% if not loop.last %}
    &middot; {% endif %}{% endfor %}</p>
  {% for error in errors %}<div class="alert alert-warning py-1">{{ error }}</div>{% endfor %}
- {% if bulk_done %}<div id="bulk-done" class="alert alert-info py-1">{{ bulk_done }}</div>
- {% endif %}
+ {% if requeued %}<p id="requeued-only">Only the {{ requeued }} event{{ "" if requeued == 1
+  else "s" }} that one bulk requeue put back on the queue, whatever they became since.
+  <a href="{{ url_for('events.index') }}">Every event</a></p>{% endif %}
  <p id="summary">{{ summary }}</p>
 """
     + BULK_BUTTONS

@@ -67,6 +67,13 @@ LAYOUT = """<!doctype html>
 INDEX = """{% extends "layout.html" %}
 {% block content %}
 <h1>Events</h1>
+{#- A bulk action's result first: the page it lands on is long (the chart, the search), and
+ the search it came from no longer shows the events a requeue put back. #}
+{% if bulk_done %}<div id="bulk-result" class="alert alert-info py-1 mt-2" role="status">
+ <div id="bulk-done">{{ bulk_done.sentence }}</div>
+ {% if bulk_done.requeued %}<a id="bulk-requeued" href="{{ bulk_done.requeued }}">Show the {{
+  bulk_done.count }} requeued event{{ "" if bulk_done.count == 1 else "s" }} &rarr;</a>{% endif %}
+</div>{% endif %}
 <p class="intro">What the receiver accepted, from the event ledger: what is waiting now, the
  recent past per source, and a search.
  {% if layout.autorefresh.on %}This page reloads every {{ layout.autorefresh.seconds }} s
@@ -156,9 +163,11 @@ EVENT = """{% extends "layout.html" %}
 {% if d.turns %}<table id="attempts" class="table table-sm">
  <thead><tr><th>attempt</th><th>ended (UTC)</th><th>handler</th><th>state</th><th>error</th>
  </tr></thead><tbody>
- {% for t in d.turns %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
+ {% for t in d.turns %}{% if t.marker %}<tr class="rerun{% if not t.recorded %} unrecorded{%
+  endif %}"><td colspan="5">&#8635; {{ t.text }}</td></tr>
+ {% else %}<tr><td>{{ t.attempt }}</td><td class="time">{{ t.ended }}</td><td
   class="handler">{{ t.handler }}</td><td><span class="state state-{{ t.state }}">{{ t.state
-  }}</span></td><td class="error">{{ t.error }}</td></tr>{% endfor %}
+  }}</span></td><td class="error">{{ t.error }}</td></tr>{% endif %}{% endfor %}
 </tbody></table>{% elif d.rq_attempts %}<table id="attempts" class="table table-sm">
  <thead><tr><th>when (UTC)</th><th>outcome</th><th>error</th></tr></thead><tbody>
  {% for a in d.rq_attempts %}<tr><td class="time">{{ a.when }}</td><td>{{ a.outcome }}</td><td
@@ -197,6 +206,8 @@ pre.payload, pre.traceback { background: #f7fafc; padding: .5rem; max-height: 32
 .status-retrying, .status-running, .status-queued { background: #fefcbf; color: #744210; }
 .state-failed, .state-permanent { color: #9b2c2c; }
 .state-done { color: #22543d; }
+/* A requeue or a replay between two attempts: a band across the table, not an attempt. */
+tr.rerun td { background: #ebf8ff; color: #2a4365; font-style: italic; }
 """
     + CHART_CSS
     + SEARCH_CSS

@@ -114,6 +114,10 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
     def index() -> str:
         query, errors = parse_query(request.args, sources)
         redis = connection()
+        # A bulk requeue's events: how many, and whether they are still kept.
+        requeued = int(redis.zcard(keys.requeued(query.requeued))) if query.requeued else None
+        if requeued == 0:
+            errors.append("That list of requeued events is no longer kept (a week).")
         page = EventSearch(ledger(), sources).run(query)
         now = time.time()
         form = form_of(request.args)
@@ -144,6 +148,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             rows=[Row.of(record, now) for record in page.rows],
             bulk=bulk_views.buttons(query, errors, form, redis, settings),
             bulk_done=bulk_views.banner(request.args),
+            requeued=requeued,
             summary=_summary(query, page),
             older=older,
             newest=url_for("events.index", **_kept(form)),
