@@ -42,6 +42,8 @@ AUTH = ("ops", "dashboard-password")
 # The variables of ours a developer's shell may have set.
 OWN_VARIABLES = ("WEBHOOK_", "REPLAY_TOLERANCE", "RQ_DASHBOARD_", "REDIS_SENTINEL", "SENTRY_")
 ROOT = Path(__file__).resolve().parent.parent
+# Whether a test's call failed, for fixtures that say more at teardown when it did.
+CALL_FAILED = pytest.StashKey[bool]()
 
 if TYPE_CHECKING:
     from tests.processes import RedisProxy
@@ -176,7 +178,7 @@ def run_worker(redis: Redis) -> Callable[[Settings], WebhookWorker]:
 
 
 @pytest.fixture
-def make_stack(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+def make_stack(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
     """Starts the Procfile's processes against a Redis, on free ports; stops them all."""
     from tests.processes import Stack
 
@@ -203,6 +205,46 @@ def make_stack(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     yield make
     for stack in stacks:
         stack.stop_all()
+    if failed(request):
+        # What each process said: a wait that timed out tells nothing of why by itself.
+        for stack in stacks:
+            for process in stack.processes:
+                sys.stderr.write(f"--- {process.name} (exit {process.popen.returncode}) ---\n")
+                sys.stderr.write(process.output()[-20_000:])
+            sys.stderr.write(schedulers(stack.env["REDIS_URL"]))
+
+
+def schedulers(redis_url: str) -> str:
+    """Who holds each queue's scheduler lock on this Redis, and that process as `ps` sees
+    it: a retry that never comes waits for the holder's scheduler."""
+    lines = ["--- scheduler locks ---"]
+    try:
+        client = Redis.from_url(redis_url, socket_timeout=2, decode_responses=True)
+        for key in client.scan_iter("rq:scheduler-lock:*"):
+            holder = client.get(key)
+            about = client.hgetall(f"rq:scheduler:{holder}")
+            ps = subprocess.run(
+                ["ps", "-o", "pid,ppid,stat,etime,args", "-p", about.get("pid", "0")],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+            lines.append(f"{key} ttl={client.ttl(key)} holder={holder} {about}\n{ps}")
+    except Exception as exc:  # a diagnostic must not hide the failure
+        lines.append(repr(exc))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+def failed(request: pytest.FixtureRequest) -> bool:
+    return request.node.stash.get(CALL_FAILED, False)
 
 
 @dataclass

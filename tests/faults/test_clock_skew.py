@@ -78,6 +78,13 @@ def test_a_worker_behind_the_others_keeps_its_batches_and_each_handler_runs_once
     assert done == sorted(ids)
 
 
+def scheduler_running(redis: Redis) -> bool:
+    """The scheduler that holds the queue's lock has started (RQ's scheduler registers its
+    birth in its own process, once forked)."""
+    holder = redis.get("rq:scheduler-lock:webhooks")
+    return holder is not None and redis.hexists(b"rq:scheduler:" + holder, "pid")
+
+
 @pytest.fixture
 def frozen() -> Iterator[list[Process]]:
     """Workers a test stopped with SIGSTOP (their children still run): continued at the end."""
@@ -104,7 +111,9 @@ def test_a_retry_waits_its_interval_by_redis_clock_whichever_worker_schedules_it
     # its scheduler (a child) goes on. The other worker runs the attempts and schedules the
     # retry with its own clock.
     holder = stack.start("worker", **(slow_clock if scheduler_behind else {}))
-    wait_until(lambda: redis.exists("rq:scheduler-lock:webhooks") == 1, 30, "the scheduler")
+    # Its scheduler's process running, not only the lock taken: a SIGSTOP between RQ's taking
+    # the lock and its forking the scheduler left the lock held and no scheduler for 61 s.
+    wait_until(lambda: scheduler_running(redis), 30, "the scheduler")
     wait_until(lambda: redis.scard("rq:workers:webhooks") == 1, 30, "the first worker")
     os.kill(holder.popen.pid, signal.SIGSTOP)
     frozen.append(holder)
