@@ -10,10 +10,10 @@ from urllib.parse import quote
 
 import pytest
 
+from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event, PermanentError
-from workers.ops.redact import Redactor
 from workers.registry import HandlerRun, Registered
 from workers.runtime.sentry_scrub import Scrub
 

@@ -20,10 +20,10 @@ import sentry_sdk
 from sentry_sdk.utils import event_from_exception
 
 from app.logs import logger
+from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event
-from workers.ops.redact import Redactor
 from workers.registry import HandlerRun
 from workers.runtime.sentry_scrub import Scrub
 
