@@ -14,7 +14,7 @@ from rq import Queue
 
 from tests.conftest import SECRET, webhooks
 from tests.processes import Process, Stack
-from workers.dev.devkeys import throwaway_key
+from workers.dev.keypair import throwaway_key
 from workers.dev.redis_server import RedisServer
 
 STRIPE = "whsec_stripe-dev-secret-0123456789"
