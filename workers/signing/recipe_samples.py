@@ -1,8 +1,8 @@
 # ruff: noqa: E501 - the table below is quoted whole by the CLI's help
 """The envelope of each recipe preset: a realistic minimal body and the delivery headers
 the provider sends, around the event object that `data` replaces (None keeps the sample).
-`recipes.py` then sets the id, type and timestamp where the preset's recipe reads them,
-over any value `data` holds there, and signs.
+`recipe_signing.py` then sets the id, type and timestamp where the preset's recipe reads
+them, over any value `data` holds there, and signs.
 
 | preset | `data` replaces | event id sent as | answered id | type sent as |
 |---|---|---|---|---|
@@ -32,15 +32,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workers.signing.base import EventToSign, SigningError
+from workers.signing.base import EventToSign, SigningError, object_data
 from workers.signing.envelope import (
+    MILLIS,
     SAMPLE_TIME,
     Envelope,
     derived,
     derived_number,
     derived_uuid,
     iso,
-    object_data,
 )
 
 
@@ -50,7 +50,7 @@ def _object(event: EventToSign, name: str, what: str, sample: Callable[[], Any])
 
 
 def calendly(event: EventToSign) -> Envelope:
-    api, when = "https://api.calendly.com", iso(SAMPLE_TIME, millis=True)
+    api, when = "https://api.calendly.com", iso(SAMPLE_TIME, MILLIS)
     scheduled = f"{api}/scheduled_events/{derived_uuid(event.event_id, 'event')}"
     invitee = derived_uuid(event.event_id, "invitee")
     payload = _object(
@@ -150,7 +150,7 @@ LEMON_RESOURCES = (
 def lemonsqueezy(event: EventToSign) -> Envelope:
     name = event.event_type
     kind = next((r for p, r in LEMON_RESOURCES if name.startswith(p)), name.split("_")[0] + "s")
-    when = iso(SAMPLE_TIME, millis=True)
+    when = iso(SAMPLE_TIME, MILLIS)
     number = str(derived_number(event.event_id, 7))
     resource = _object(
         event,
@@ -177,7 +177,7 @@ def lemonsqueezy(event: EventToSign) -> Envelope:
 
 
 def linear(event: EventToSign) -> Envelope:
-    when, number = iso(event.timestamp, millis=True), derived_number(event.event_id, 3)
+    when, number = iso(event.timestamp, MILLIS), derived_number(event.event_id, 3)
     data = _object(
         event,
         "linear",
@@ -214,7 +214,7 @@ def linear(event: EventToSign) -> Envelope:
 
 def pagerduty(event: EventToSign) -> Envelope:
     incident = "Q" + derived(event.event_id, 13, "incident").upper()
-    when = iso(event.timestamp, millis=True)
+    when = iso(event.timestamp, MILLIS)
     data = _object(
         event,
         "pagerduty",
@@ -277,7 +277,7 @@ def razorpay(event: EventToSign) -> Envelope:
 
 
 def resend(event: EventToSign) -> Envelope:
-    when = iso(event.timestamp, millis=True)
+    when = iso(event.timestamp, MILLIS)
     email = _object(
         event,
         "resend",
@@ -294,7 +294,7 @@ def resend(event: EventToSign) -> Envelope:
 
 
 def sentry(event: EventToSign) -> Envelope:
-    resource, when = event.event_type, iso(event.timestamp, millis=True)
+    resource, when = event.event_type, iso(event.timestamp, MILLIS)
 
     def sample() -> dict[str, Any]:
         item: dict[str, Any] = {"id": str(derived_number(event.event_id, 10))}
@@ -319,7 +319,7 @@ def sentry(event: EventToSign) -> Envelope:
 
 
 def square(event: EventToSign) -> Envelope:
-    kind, when = event.event_type.split(".")[0], iso(event.timestamp, millis=True)
+    kind, when = event.event_type.split(".")[0], iso(event.timestamp, MILLIS)
     sample_id = derived(event.event_id, 22, kind).upper()
 
     def sample() -> dict[str, Any]:
