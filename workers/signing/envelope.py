@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from workers.signing.base import SigningError
+from workers.signing.base import EventToSign, SigningError, event_object
 
 # 2026-01-01T00:00:00Z: the time written in bodies whose event id is their digest.
 SAMPLE_TIME = 1_767_225_600
@@ -59,6 +60,14 @@ def derived_uuid(event_id: str, salt: str = "") -> str:
     """A stable UUID-shaped string (version 4 layout) derived from the event id."""
     h = derived(event_id, 32, salt)
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def object_or_sample(
+    event: EventToSign, provider: str, what: str, sample: Callable[[], Any]
+) -> Any:
+    """The event object: `data` (a JSON object, in place of `what`), else the sample."""
+    data = event_object(event, provider, what)
+    return sample() if data is None else data
 
 
 @dataclass(frozen=True, slots=True)
