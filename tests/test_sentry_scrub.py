@@ -14,7 +14,8 @@ from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event, PermanentError
-from workers.registry import HandlerRun, Registered
+from workers.registry import Registered
+from workers.runtime.attempt import HandlerRun
 from workers.runtime.sentry_scrub import Scrub
 
 SECRET = "whsec_the-configured-secret"

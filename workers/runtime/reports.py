@@ -23,7 +23,7 @@ from app.settings import ConfigError, Settings
 
 if TYPE_CHECKING:
     from workers.event import Event
-    from workers.registry import HandlerRun
+    from workers.runtime.attempt import HandlerRun
 
 
 class HandlerErrors(Protocol):

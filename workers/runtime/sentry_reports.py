@@ -24,7 +24,7 @@ from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event
-from workers.registry import HandlerRun
+from workers.runtime.attempt import HandlerRun
 from workers.runtime.sentry_scrub import Scrub
 
 # Where the event's own scrubbing rules ride, from the capture to `before_send`.
