@@ -29,7 +29,6 @@ from rq_dashboard.web import blueprint, push_rq_connection
 
 from app.connection import OPERATOR, sync_client
 from app.logs import configure_logging, logger
-from app.redact import Redactor
 from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from workers.ops.dashboard_guard import ActionGuard, TransformingLoader, escape_rq_dashboard
@@ -44,6 +43,7 @@ from workers.ops.login_brake import (
     retry_after,
     shown_user,
 )
+from workers.ops.redact import Redactor
 
 REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 

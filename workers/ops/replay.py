@@ -24,11 +24,11 @@ from app.intake import NewJob, SyncIntake
 from app.jobstate import EventStatus
 from app.keys import RQ_QUEUES_SET, Keys
 from app.providers.base import Delivery
-from app.redact import Redactor
 from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.provider_apis import Api, ReplayError, github_deliveries, stripe_events
+from workers.ops.redact import Redactor
 
 __all__ = [
     "Counts",
