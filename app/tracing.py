@@ -4,7 +4,8 @@ Off (OTEL_TRACES_EXPORTER unset or `none`, or OTEL_SDK_DISABLED=true), nothing o
 OpenTelemetry is imported: the receiver and the worker hold `NO_TRACING`, whose spans are
 one shared object whose methods do nothing. On, the `otel` extra's SDK is built once per
 process from the standard OTEL_* variables (`app/otel_setup.py`), and the spans are made by
-`app/delivery_trace.py` (the receiver) and `workers/runtime/trace.py` (the worker).
+`app/delivery_trace.py` (the receiver) and `workers/runtime/otel_spans.py` (the worker, as
+`workers/runtime/spans.py` describes them).
 
 One trace per delivery: the receiver's span, with verification and the claim as children;
 its W3C `traceparent` rides in the job's meta (`JobMeta.trace`), written by the claim

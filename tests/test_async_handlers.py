@@ -22,7 +22,7 @@ from app.keys import job_id_for
 from tests.conftest import Harness
 from workers import Event, handler, handler_loop
 from workers.dev.redis_server import RedisServer
-from workers.registry import run_handler
+from workers.runtime.attempt import run_handler
 
 MODES = ["fork", "simple"]
 

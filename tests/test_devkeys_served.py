@@ -7,7 +7,8 @@ from pathlib import Path
 
 import httpx
 
-from workers.dev.devkeys import _make, dev_keys, key_path
+from workers.dev.devkeys import dev_keys, key_path
+from workers.dev.keypair import make_pem
 from workers.dev.keyserver import start_key_server
 
 CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
@@ -16,7 +17,7 @@ CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 def test_a_kept_pem_with_its_certificate_first_never_serves_the_private_key(
     tmp_path: Path,
 ) -> None:
-    made = _make("sns")
+    made = make_pem("sns")
     key_part, cert_part = made.split(CERTIFICATE, 1)
     path = key_path("alerts", tmp_path)
     path.parent.mkdir(parents=True, mode=0o700)

@@ -1,7 +1,7 @@
 """The README and docs/ pages point only at what exists: every relative link reaches a file
 (and, with an #anchor, a heading of it, as GitHub slugs headings), and every repository path
-they name in backticks is in the repository. Moving a file or renaming a heading fails here,
-not in a reader's browser."""
+they name in backticks is in the repository. So do the code's docstrings and comments.
+Moving a file or renaming a heading fails here, not in a reader's browser or editor."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ class Page:
     @property
     def name(self) -> str:
         return str(self.path.relative_to(ROOT))
+
+
+# What the code names as a user's module, not one of ours (clash.py's example).
+USERS_MODULES = {"app/billing.py"}
 
 
 def pages() -> list[Page]:
@@ -150,5 +154,24 @@ def test_every_repository_path_named_in_backticks_exists() -> None:
         for page in pages()
         for path in repository_paths(page)
         if not (ROOT / path).exists() and not is_ignored(path, prefixes)
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def code_pages() -> list[Page]:
+    paths = [
+        p
+        for top in ("app", "workers", "pytest_webhook_receiver")
+        for p in (ROOT / top).rglob("*.py")
+    ]
+    return [Page(path, path.read_text(encoding="utf-8")) for path in sorted(paths)]
+
+
+def test_every_repository_path_the_code_names_in_backticks_exists() -> None:
+    missing = [
+        f"{page.name}: `{path}`"
+        for page in code_pages()
+        for path in repository_paths(page)
+        if not (ROOT / path).exists() and path not in USERS_MODULES
     ]
     assert not missing, "\n".join(missing)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from app.redact import MARKER, Redactor, configured_secrets
 from app.settings import Settings
-from workers.ops.redact import MARKER, Redactor, configured_secrets
 
 
 def test_a_secret_is_replaced_as_written_percent_encoded_and_json_escaped() -> None:

@@ -3,6 +3,7 @@ types after the quick start, and every way it can go wrong, each one line and ex
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 from collections.abc import Callable, Iterator
@@ -14,7 +15,7 @@ from rq import Queue
 
 from tests.conftest import SECRET, webhooks
 from tests.processes import Process, Stack
-from workers.dev.devkeys import throwaway_key
+from workers.dev.keypair import throwaway_key
 from workers.dev.redis_server import RedisServer
 
 STRIPE = "whsec_stripe-dev-secret-0123456789"
@@ -111,6 +112,29 @@ def test_the_datas_own_id_is_the_event_id_and_another_id_is_refused_naming_both(
         "give the same id, or none"
     )
     assert queued(redis) == [("inbound", "evt_p1")]
+
+
+def test_an_id_with_outer_spaces_is_reported_as_the_receiver_answers_it(
+    redis_server: RedisServer,
+    redis: Redis,
+    make_stack: Callable[..., Stack],
+    configured: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Standard Webhooks signs its id header, GitHub's is not signed: either way HTTP drops
+    # the outer spaces of a header's value, and the receiver answers the id without them.
+    sources = {
+        "WEBHOOK_SOURCES": "hooks:standard,repo:github",
+        "WEBHOOK_SECRET_HOOKS": "whsec_" + base64.b64encode(b"standard-key-0123").decode(),
+        "WEBHOOK_SECRET_REPO": "github-secret-0123",
+    }
+    for name, value in sources.items():
+        monkeypatch.setenv(name, value)
+    web = make_stack(redis_server.url, **sources).start("web")
+    for source in ("hooks", "repo"):
+        sent = webhooks("send", source, "--id", " evt_spaced ", "--url", web.url)
+        assert one_line(sent.output) == f"accepted evt_spaced → {web.url}/webhooks/{source} (200)"
+    assert queued(redis) == [("hooks", "evt_spaced"), ("repo", "evt_spaced")]
 
 
 def test_the_secret_given_signs_for_a_source_that_signs_with_a_secret(

@@ -10,11 +10,12 @@ from urllib.parse import quote
 
 import pytest
 
+from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event, PermanentError
-from workers.ops.redact import Redactor
-from workers.registry import HandlerRun, Registered
+from workers.registry import Registered
+from workers.runtime.attempt import HandlerRun
 from workers.runtime.sentry_scrub import Scrub
 
 SECRET = "whsec_the-configured-secret"

@@ -4,6 +4,7 @@ through the real worker in both of its modes, on the Events page and in rq-dashb
 from __future__ import annotations
 
 import re
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from html import unescape
@@ -19,7 +20,9 @@ from tests.conftest import AUTH, Harness
 from tests.events_site import Site, make_site, site
 from workers import Event, handler
 from workers.ops.dashboard import create_dashboard
-from workers.registry import handler_name, run_handler
+from workers.registry import handler_name
+from workers.runtime.attempt import HandlersFailed, run_handler
+from workers.runtime.outcomes import last_error
 from workers.runtime.tracebacks import (
     SEPARATOR,
     Failure,
@@ -210,3 +213,16 @@ def test_rq_dashboards_job_page_gets_the_users_frames_first(
     assert [job["exc_info"] for job in listed["jobs"]] == [exc_info]
     page = client.get(f"/0/view/job/{job_id}", auth=AUTH).get_data(as_text=True)
     assert '<pre class="exc_info col-12"><%- d.exc_info %></pre>' in page
+
+
+@pytest.mark.parametrize("module", ["workers.runtime.attempt", "workers.registry"])
+def test_the_last_error_of_several_failures_names_them_without_the_module(module: str) -> None:
+    # `workers.registry` defined the exception before it moved: its dead letters stay.
+    summary = "2 handlers failed: a: ValueError: x; b: KeyError: 'y'"
+    try:
+        raise HandlersFailed(summary)
+    except HandlersFailed as exc:
+        text = "".join(traceback.format_exception(exc))
+    assert text.rstrip().endswith(f"workers.runtime.attempt.HandlersFailed: {summary}")
+    text = text.replace("workers.runtime.attempt.", module + ".")
+    assert last_error(text) == f"HandlersFailed: {summary}"

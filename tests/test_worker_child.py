@@ -17,6 +17,7 @@ from tests.conftest import Harness
 from tests.processes import wait_until
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch, Fate
+from workers.runtime.job_ends import child_died
 from workers.runtime.run import build_worker
 from workers.runtime.take import take
 from workers.runtime.worker import WebhookWorker
@@ -96,7 +97,7 @@ def test_a_child_dying_under_a_job_deleted_while_it_ran_fails_the_job_as_reporte
     reported = dict(running.job.meta)
     redis.delete(running.job.key)  # `rq job delete` while its handler ran
 
-    worker.child_died(begun, signal.SIGKILL)  # waitpid's status of a SIGKILLed child
+    child_died(worker.connection, begun, signal.SIGKILL)  # waitpid's status of a SIGKILLed child
 
     assert running.fate is Fate.FAILED and running.ended_at is not None
     assert running.job.meta == reported

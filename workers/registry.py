@@ -1,19 +1,17 @@
-"""Handler registration and dispatch by (source, event type), with "*" matching every type."""
+"""Handler registration and dispatch by (source, event type), with "*" matching every type.
+
+What one attempt then does with the handlers found (runs each in turn, adds their ends up)
+is `workers/runtime/attempt.py`'s.
+"""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rq.timeouts import JobTimeoutException
-
-from app.turns import HandlerState
-from workers import handler_loop
-from workers.event import Event, PermanentError
-from workers.versions import Selector, VersionGuard, newer_version
+from workers.event import Event
+from workers.versions import Selector, VersionGuard
 
 HandlerFunc = Callable[[Event], None] | Callable[[Event], Awaitable[None]]
 F = TypeVar("F", bound=HandlerFunc)
@@ -29,23 +27,6 @@ class Registered:
     def __post_init__(self) -> None:
         if not self.name:
             object.__setattr__(self, "name", handler_name(self.func))
-
-
-class HandlersFailed(Exception):
-    """Raised by the job when more than one handler failed (one failure raises its own
-    exception), or when one failed permanently on an earlier attempt: names each."""
-
-    def __init__(
-        self,
-        message: str,
-        permanent: bool = False,
-        failures: tuple[tuple[str, BaseException], ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.permanent = permanent  # the event is dead-lettered now, its budget unspent
-        # Each failing handler's name and exception: the stored traceback shows each one's
-        # frames (this exception's own are the worker's).
-        self.failures = failures
 
 
 class HandlerRegistry:
@@ -158,82 +139,6 @@ def handler_name(func: HandlerFunc) -> str:
     which stay the same across a deploy."""
     module = getattr(func, "__module__", None) or "?"
     return f"{module}.{getattr(func, '__qualname__', None) or repr(func)}"
-
-
-@dataclass(frozen=True, slots=True)
-class HandlerRun:
-    """One handler's turn at one attempt: its entry, how it ended, what it raised."""
-
-    entry: Registered
-    state: HandlerState
-    error: BaseException | None = None
-
-    @property
-    def name(self) -> str:
-        return self.entry.name
-
-
-# A handler's span around its turn, given its name; what it yields hears how it ended.
-HandlerSpan = Callable[[str], AbstractContextManager[Callable[[HandlerRun], None]]]
-
-
-def run_handlers(
-    event: Event,
-    entries: list[Registered],
-    report: Callable[[HandlerRun], None] | None = None,
-    span: HandlerSpan | None = None,
-) -> list[HandlerRun]:
-    """Run each handler in order, whatever the others do, as the worker's job does: a
-    guarded one only when the event is newer than its entity's applied version, else it
-    is stale; an exception, from a handler or its guard, is its failure (`PermanentError`:
-    its permanent one) and the next handler runs. A timeout (RQ's `JobTimeoutException`)
-    or a `BaseException` ends the whole attempt: reported as the running handler's
-    failure, then raised. `report` hears each turn as it ends: the worker checkpoints
-    successes with it, and the pytest plugin's outcome is made of the same turns. `span`
-    (tracing on) wraps each turn in its span (`workers/runtime/spans.py`)."""
-    runs: list[HandlerRun] = []
-    for entry in entries:
-        if span is None:
-            run = _turn(event, entry)
-        else:
-            with span(entry.name) as ended:
-                run = _turn(event, entry)
-                ended(run)
-        runs.append(run)
-        if report is not None:
-            report(run)
-        if ends_attempt(run.error):
-            raise run.error  # type: ignore[misc]
-    return runs
-
-
-def ends_attempt(error: BaseException | None) -> bool:
-    """A timeout stops the attempt (the job's deadline is spent, so the handlers after it
-    would run without one), and so does what is not an `Exception` (SystemExit, Ctrl+C)."""
-    return error is not None and (
-        isinstance(error, JobTimeoutException) or not isinstance(error, Exception)
-    )
-
-
-def _turn(event: Event, entry: Registered) -> HandlerRun:
-    try:
-        guard = entry.guard
-        if guard is not None and not newer_version(event, guard.entity, guard.version):
-            return HandlerRun(entry, HandlerState.STALE)
-        run_handler(entry.func, event)
-    except PermanentError as exc:
-        return HandlerRun(entry, HandlerState.PERMANENT, exc)
-    except BaseException as exc:  # raised again by the caller when it ends the attempt
-        return HandlerRun(entry, HandlerState.FAILED, exc)
-    return HandlerRun(entry, HandlerState.DONE)
-
-
-def run_handler(func: HandlerFunc, event: Event) -> None:
-    """Call the handler; a coroutine handler is awaited on the process's handler loop
-    (`handler_loop.py`), kept from one event to the next."""
-    result = func(event)
-    if inspect.isawaitable(result):
-        handler_loop.run(result)
 
 
 registry = HandlerRegistry()

@@ -18,9 +18,7 @@ from typing import Any
 
 from app.errors import InvalidPayload, InvalidSignature, StaleTimestamp
 from app.jobstate import PayloadFormat
-from app.providers.json_body import parse_json_object
 from app.providers.request import Inbound, MethodNotAllowed, Reply
-from app.providers.signatures import check_hmac, decode_signatures
 from app.sources import SourceConfig
 
 MAX_EVENT_ID_LENGTH = 256
@@ -188,51 +186,3 @@ def key_value_pairs(value: str, separator: str) -> list[tuple[str, str]]:
 def pick_headers(headers: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
     """The named headers that are present, under their lower-case names."""
     return {name: headers[name] for name in names if headers.get(name)}
-
-
-def timestamped_signatures(
-    value: str, separator: str, stamp_key: str, signature_key: str, header_name: str
-) -> tuple[int, list[bytes]]:
-    """Parse a `t=<unix><sep>v1=<hex>[<sep>v1=<hex>...]`-style header (Stripe, Paddle).
-
-    Exactly one timestamp; every well-formed 32-byte hex signature under `signature_key`
-    is kept (others, and other schemes, are ignored, as the providers' SDKs do).
-    """
-    pairs = key_value_pairs(value, separator)
-    stamps = [v for k, v in pairs if k == stamp_key]
-    if len(stamps) != 1:
-        raise InvalidSignature(f"{header_name} needs exactly one {stamp_key}=")
-    signatures = decode_signatures([v for k, v in pairs if k == signature_key], "", parse_hex, 32)
-    if not signatures:
-        raise InvalidSignature(f"{header_name} has no valid {signature_key} signature")
-    return parse_timestamp(stamps[0]), signatures
-
-
-class TimestampedHexVerifier(Verifier):
-    """Schemes that sign `"{timestamp}{joiner}{body}"` in hex, with the timestamp and any
-    number of signatures in one header (Stripe, Paddle). Subclasses set the names."""
-
-    header_name = ""
-    separator = ","
-    stamp_key = "t"
-    signature_key = "v1"
-    joiner = "."
-    future_refused = True
-    id_field = "id"
-    type_field = "type"
-
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        timestamp, signatures = timestamped_signatures(
-            header(headers, self.header_name.lower()),
-            self.separator,
-            self.stamp_key,
-            self.signature_key,
-            self.header_name,
-        )
-        check_hmac(self.keys, f"{timestamp}{self.joiner}".encode() + body, signatures)
-        check_window(timestamp, now, self.source.tolerance, future_too=self.future_refused)
-        payload = parse_json_object(body)
-        return Delivery(
-            event_id=event_id_from(payload.get(self.id_field), f"body '{self.id_field}'"),
-            event_type=event_type_from(payload.get(self.type_field)),
-        )

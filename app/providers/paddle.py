@@ -8,12 +8,22 @@ Event id and type are the body's `event_id` and `event_type`.
 
 from __future__ import annotations
 
-from app.providers.base import TimestampedHexVerifier
+from app.providers.recipe_spec import Recipe
+from app.providers.timestamped import TimestampedVerifier
+
+RECIPE = Recipe.model_validate(
+    {
+        "signature_header": "Paddle-Signature",
+        "signature_separator": ";",
+        "signature_key": "h1",
+        "signed": "{timestamp}:{body}",
+        "timestamp": "signature:ts",
+        "id": "json:event_id",
+        "type": "json:event_type",
+    }
+)
 
 
-class PaddleVerifier(TimestampedHexVerifier):
+class PaddleVerifier(TimestampedVerifier):
     provider = "paddle"
-    header_name = "Paddle-Signature"
-    separator, stamp_key, signature_key, joiner = ";", "ts", "h1", ":"
-    future_refused = True
-    id_field, type_field = "event_id", "event_type"
+    preset = RECIPE

@@ -9,55 +9,42 @@ answered with its challenge, after verification, and nothing is enqueued.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
-from app.errors import InvalidPayload, InvalidSignature
-from app.providers.base import (
-    Delivery,
-    Verifier,
-    check_window,
-    event_id_from,
-    event_type_from,
-    header,
-    parse_hex,
-    parse_timestamp,
-    pick_headers,
+from app.errors import InvalidPayload
+from app.providers.base import event_type_from
+from app.providers.recipe_spec import Recipe
+from app.providers.request import Inbound, Reply
+from app.providers.timestamped import TimestampedVerifier
+
+RECIPE = Recipe.model_validate(
+    {
+        "signature_header": "X-Slack-Signature",
+        "signature_prefix": "v0=",
+        "signed": "v0:{timestamp}:{body}",
+        "timestamp": "header:X-Slack-Request-Timestamp",
+        "id": "json:event_id",
+        # An event_callback's; the verifier reads any other's outer `type` (`event_type`).
+        "type": "json:event.type",
+        "headers": ["x-slack-retry-num", "x-slack-retry-reason", "x-slack-request-timestamp"],
+    }
 )
-from app.providers.json_body import parse_json_object
-from app.providers.request import Reply
-from app.providers.signatures import check_hmac
-
-HANDED_ON = ("x-slack-retry-num", "x-slack-retry-reason", "x-slack-request-timestamp")
 
 
-class SlackVerifier(Verifier):
+class SlackVerifier(TimestampedVerifier):
     provider = "slack"
+    preset = RECIPE
 
-    def verify(self, body: bytes, headers: Mapping[str, str], now: float) -> Delivery:
-        timestamp = parse_timestamp(header(headers, "x-slack-request-timestamp"))
-        version, _, digest = header(headers, "x-slack-signature").partition("=")
-        given = parse_hex(digest) if version == "v0" else None
-        if given is None or len(given) != 32:
-            raise InvalidSignature("malformed X-Slack-Signature header")
-        signed = f"v0:{timestamp}:".encode() + body
-        check_hmac(self.keys, signed, [given])
-        check_window(timestamp, now, self.source.tolerance, future_too=True)
-        payload = parse_json_object(body)
-        outer_type = payload.get("type")
-        if outer_type == "url_verification":
-            challenge = payload.get("challenge")
-            if not isinstance(challenge, str):
-                raise InvalidPayload("url_verification without a challenge")
-            reply = Reply.json({"challenge": challenge})
-            return Delivery(event_id="", event_type=outer_type, reply=reply)
-        inner = payload.get("event")
-        event_type = (
-            inner.get("type")
-            if outer_type == "event_callback" and isinstance(inner, dict)
-            else outer_type
-        )
-        return Delivery(
-            event_id=event_id_from(payload.get("event_id"), "body 'event_id'"),
-            event_type=event_type_from(event_type),
-            headers=pick_headers(headers, HANDED_ON),
-        )
+    def handshake_reply(self, request: Inbound, payload: Any, key: bytes) -> Reply | None:
+        if payload.get("type") != "url_verification":
+            return None
+        challenge = payload.get("challenge")
+        if not isinstance(challenge, str):
+            raise InvalidPayload("url_verification without a challenge")
+        return Reply.json({"challenge": challenge})
+
+    def event_type(self, request: Inbound, payload: Any) -> str:
+        outer, inner = payload.get("type"), payload.get("event")
+        if outer == "event_callback" and isinstance(inner, dict):
+            return event_type_from(inner.get("type"))
+        return event_type_from(outer)

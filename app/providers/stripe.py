@@ -8,12 +8,23 @@ body's `id` and `type`.
 
 from __future__ import annotations
 
-from app.providers.base import TimestampedHexVerifier
+from app.providers.recipe_spec import Recipe
+from app.providers.timestamped import TimestampedVerifier
+
+RECIPE = Recipe.model_validate(
+    {
+        "signature_header": "Stripe-Signature",
+        "signature_separator": ",",
+        "signature_key": "v1",
+        "signed": "{timestamp}.{body}",
+        "timestamp": "signature:t",
+        "future_refused": False,
+        "id": "json:id",
+        "type": "json:type",
+    }
+)
 
 
-class StripeVerifier(TimestampedHexVerifier):
+class StripeVerifier(TimestampedVerifier):
     provider = "stripe"
-    header_name = "Stripe-Signature"
-    separator, stamp_key, signature_key, joiner = ",", "t", "v1", "."
-    future_refused = False
-    id_field, type_field = "id", "type"
+    preset = RECIPE

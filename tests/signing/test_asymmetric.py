@@ -35,13 +35,13 @@ from tests.providers.fake_keys import sns_string_to_sign
 from workers.dev.devkeys import (
     DEV_KEYS,
     KEY_SERVER_FILE,
-    DevKey,
     dev_key_env,
     dev_keys,
     key_path,
     needs_key_server,
     private_key_for,
 )
+from workers.dev.keypair import DevKey
 from workers.dev.keyserver import PLAID_KEY_PATH, start_key_server
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import re
 import time
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from rq import Queue
 from slack_sdk.signature import SignatureVerifier
 
 from app.jobstate import EventCall, PayloadFormat
+from app.providers import VERIFIERS
+from app.providers.recipe_spec import Algorithm
 from app.settings import Settings, SourceConfig
 from workers.runtime.job_event import parse_payload
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError, header_hmac
@@ -515,6 +518,17 @@ def test_the_signed_request_is_accepted_and_queued_with_its_id_and_type(
     )
 
 
+def test_an_id_with_outer_spaces_is_announced_as_the_receiver_answers_it(
+    setup: Setup, redis: Redis
+) -> None:
+    # In a header, HTTP drops them on the way; in a body, they stay.
+    request = setup.sign(" evt_spaced ")
+    response = post(setup.client, request)
+    assert answered(response, "accepted", request.event_id), response.text
+    [job] = jobs(redis)
+    assert job.meta["event_id"] == request.event_id
+
+
 # --- 2. the same event again is a duplicate, another id a new event -------------------------
 
 
@@ -574,6 +588,34 @@ def test_the_data_replaces_the_event_object_the_handler_gets(setup: Setup, redis
     payload = parse_payload(call.raw, PayloadFormat.JSON)
     assert setup.case.event_object(payload) == setup.case.expected(DATA, setup.case.event_type)
     assert (call.event_id, call.type) == (request.event_id, setup.case.event_type)
+
+
+# --- 6. where the verifier runs a recipe, the signer signs from that recipe -----------------
+
+
+@pytest.mark.parametrize("provider", ["stripe", "slack", "paddle", "standard"])
+def test_the_signer_follows_a_change_of_its_verifiers_recipe(
+    provider: str,
+    monkeypatch: pytest.MonkeyPatch,
+    make_settings: SettingsFactory,
+    make_client: ClientFactory,
+    redis: Redis,
+) -> None:
+    module = importlib.import_module(f"app.providers.{provider}")
+    if provider == "standard":  # one recipe per family of headers; `webhook-*` is sent
+        changed = module.RECIPES["webhook"].model_copy(update={"algorithm": Algorithm.SHA512})
+        monkeypatch.setitem(module.RECIPES, "webhook", changed)
+    else:
+        changed = module.RECIPE.model_copy(update={"algorithm": Algorithm.SHA512})
+        monkeypatch.setattr(module, "RECIPE", changed)
+        monkeypatch.setattr(VERIFIERS[provider], "preset", changed)
+    case = next(c for c in CASES if c.provider == provider)
+    settings = make_settings(**case.config())
+    request = sign(
+        provider, case.secret, "evt_changed", case.event_type, source=settings.sources[provider]
+    )
+    response = post(make_client(settings), request)
+    assert answered(response, "accepted", request.event_id), response.text
 
 
 # --- the envelope's edges ----------------------------------------------------------------------

@@ -38,7 +38,7 @@ from tests.providers.test_vectors import VECTORS, Vector
 from tests.signing.harness import Target
 from workers.signing import SIGNERS, EventToSign, Keys, SignedRequest, SigningError
 from workers.signing.recipe_samples import SAMPLES
-from workers.signing.recipes import signature_value, signed_message
+from workers.signing.recipe_signing import signature_value, signed_message
 
 BASE = "http://testserver/webhooks/"
 PLAIN = "secret-k1-0123456789"
@@ -402,6 +402,17 @@ def test_the_signed_request_is_accepted_with_its_id_and_the_type(
     assert (job.meta["event_id"], job.meta["type"]) == (signed.event_id, case.event_type)
     if case.recipe.id[0].origin != Origin.DIGEST:  # the id lands where the recipe reads it
         assert signed.event_id == "evt_1"
+
+
+def test_an_id_with_outer_spaces_is_announced_as_the_receiver_answers_it(
+    case: Case, target: Target
+) -> None:
+    # In a header or a signature pair, they are dropped on the way; in a body, they stay.
+    signed = sign(case, target, case.event(" evt_spaced "))
+    response = target.post(signed)
+    assert response.status_code == 200 and response.json() == answer(signed.event_id), response.text
+    [job] = target.jobs()
+    assert job.meta["event_id"] == signed.event_id
 
 
 def test_the_same_event_again_is_a_duplicate_and_another_id_is_not(

@@ -312,6 +312,17 @@ def test_the_signed_request_is_accepted_with_its_id_and_the_type(
     assert signed.url == BASE + case.provider
 
 
+def test_an_id_with_outer_spaces_is_announced_as_the_receiver_answers_it(
+    case: Case, target: Target
+) -> None:
+    # In a header (Twilio's idempotency token), HTTP drops them on the way; in a body, not.
+    signed = sign(case, target, case.event(" evt_spaced "))
+    response = target.post(signed)
+    assert answered(case, response, signed.event_id), response.text
+    [job] = target.jobs()
+    assert job.meta["event_id"] == signed.event_id
+
+
 def test_the_same_event_again_is_a_duplicate_and_another_id_is_not(
     case: Case, target: Target
 ) -> None:

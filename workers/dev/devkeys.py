@@ -30,37 +30,22 @@ allowed ones.
 
 This works from WEBHOOK_SOURCES and the variables as configured, not from loaded
 `Settings`: a Discord source without WEBHOOK_SECRET_<NAME> would not load until the value
-made here is given to it.
+made here is given to it. A key pair itself (made, checked, what derives from it) is
+`keypair.py`'s: this module decides which sources get one, where it is kept, and what the
+stack's processes are told of it.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
-from cryptography.x509.oid import NameOID
 
 from app.settings import DEFAULT_FETCH_ALLOW
 from app.sources import DEFAULT_PROVIDER, env_suffix
+from workers.dev.keypair import DevKey, derived_client_id, fits, make_pem, signing_pem
 from workers.dev.private import private_dir, write_private
 from workers.dev.stackfile import VAR, configured, configured_value
-from workers.signing.asymmetric_keys import (
-    SIGNING_CERT_URL,
-    plaid_jwk,
-    plaid_key_id,
-    public_der,
-    sns_certificate_path,
-)
 
 DEV_KEYS = VAR / "dev-keys"
 # Written by the key server while it runs (not a secret): SNS's SigningCertURL names it.
@@ -70,7 +55,6 @@ SERVED = frozenset({"sns", "plaid"})  # their verifiers fetch the key from the k
 # The topic an SNS source accepts when WEBHOOK_TOPICS_<NAME> is unset (a dev account).
 DEV_TOPIC = "arn:aws:sns:us-east-1:000000000000:{source}"
 _SOURCE_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
-_PRIVATE_PEM = re.compile(rb"-----BEGIN PRIVATE KEY-----.*?-----END PRIVATE KEY-----\n", re.DOTALL)
 
 
 def asymmetric_sources(root: Path = Path(), sources: str | None = None) -> dict[str, str]:
@@ -98,129 +82,10 @@ def wants_dev_key(name: str, provider: str, root: Path = Path()) -> bool:
     return not configured("WEBHOOK_SECRET_" + suffix, root)
 
 
-@dataclass(frozen=True, slots=True)
-class DevKey:
-    """One source's development key pair, as kept in `var/dev-keys/<source>.pem`."""
-
-    source: str
-    provider: str
-    pem: bytes = field(repr=False)  # the private key (SNS: and its certificate)
-    plaid_client_id: str = ""  # Plaid: the client id the key server accepts
-
-    @property
-    def private(self) -> PrivateKeyTypes:
-        found = _PRIVATE_PEM.search(self.pem)
-        if found is None:
-            raise ValueError("no private key")
-        return serialization.load_pem_private_key(found.group(0), password=None)
-
-    @property
-    def certificate(self) -> bytes:
-        """SNS: the certificate's PEM, as the key server serves it: parsed and written
-        again, never a slice of the file, which may hold the private key after it."""
-        start = self.pem.find(b"-----BEGIN CERTIFICATE-----")
-        if start < 0:
-            return b""
-        parsed = x509.load_pem_x509_certificate(self.pem[start:])
-        return parsed.public_bytes(serialization.Encoding.PEM)
-
-    @property
-    def public_value(self) -> str:
-        """What WEBHOOK_SECRET_<NAME> holds for Discord and SendGrid."""
-        key = self.private
-        if isinstance(key, ed25519.Ed25519PrivateKey):
-            raw = key.public_key().public_bytes(
-                serialization.Encoding.Raw, serialization.PublicFormat.Raw
-            )
-            return raw.hex()
-        return base64.b64encode(public_der(key.public_key())).decode()
-
-    @property
-    def plaid_secret(self) -> str:
-        """Plaid: the API secret the key server accepts, 30 hex characters like Plaid's,
-        derived from the private key, so it needs no file of its own and is never stored."""
-        der = self.private.private_bytes(
-            serialization.Encoding.DER,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        return hmac.new(der, b"plaid api secret", hashlib.sha256).hexdigest()[:30]
-
-    @property
-    def plaid_key_id(self) -> str:
-        key = self.private
-        assert isinstance(key, ec.EllipticCurvePrivateKey)
-        return plaid_key_id(key.public_key())
-
-    def plaid_jwk(self) -> dict[str, object]:
-        key = self.private
-        assert isinstance(key, ec.EllipticCurvePrivateKey)
-        return plaid_jwk(key.public_key())
-
-    @property
-    def certificate_path(self) -> str:
-        key = self.private
-        assert isinstance(key, rsa.RSAPrivateKey)
-        return sns_certificate_path(key.public_key())
-
-
 def key_path(source: str, root: Path = Path()) -> Path:
     if not _SOURCE_NAME.fullmatch(source):
         raise ValueError(f"not a source name: {source!r}")
     return root / DEV_KEYS / f"{source}.pem"
-
-
-def _make(provider: str) -> bytes:
-    key: PrivateKeyTypes
-    if provider == "discord":
-        key = ed25519.Ed25519PrivateKey.generate()
-    elif provider == "sns":
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    else:
-        key = ec.generate_private_key(ec.SECP256R1())
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    if isinstance(key, rsa.RSAPrivateKey):
-        pem += _certificate(key)
-    return pem
-
-
-def _certificate(key: rsa.RSAPrivateKey) -> bytes:
-    """Self-signed, like the certificates SNS serves (whose chain the verifier never checks:
-    it trusts the origin it fetched from). Valid for ten years: the file is reused."""
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sns.dev.localhost")])
-    now = datetime.now(UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=3650))
-        .sign(key, hashes.SHA256())
-    )
-    return certificate.public_bytes(serialization.Encoding.PEM)
-
-
-def _fits(pem: bytes, provider: str) -> bool:
-    """The kept file holds a key of the provider's kind (a source's provider may change)."""
-    try:
-        key = DevKey("", provider, pem).private
-    except (ValueError, TypeError):
-        return False
-    if provider == "discord":
-        return isinstance(key, ed25519.Ed25519PrivateKey)
-    if provider == "sns":
-        if not isinstance(key, rsa.RSAPrivateKey):
-            return False
-        try:
-            certificate = x509.load_pem_x509_certificate(DevKey("", provider, pem).certificate)
-        except ValueError:
-            return False
-        return certificate.public_key() == key.public_key()
-    return isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
 
 
 def _keys_dir(root: Path) -> Path:
@@ -240,11 +105,11 @@ def dev_keys(
             continue
         path = key_path(name, root)
         pem = path.read_bytes() if path.is_file() else b""
-        if not _fits(pem, provider):
+        if not fits(pem, provider):
             if not create:
                 continue
             _keys_dir(root)
-            pem = _make(provider)
+            pem = make_pem(provider)
             write_private(path, pem)
         elif create:
             _keys_dir(root)
@@ -255,26 +120,6 @@ def dev_keys(
             key = DevKey(name, provider, pem, own or derived_client_id(key))
         made.append(key)
     return made
-
-
-def derived_client_id(key: DevKey) -> str:
-    """Plaid's client ids are 24 hex characters; this one is named after the key."""
-    return hashlib.sha256(public_der(key.private.public_key())).hexdigest()[:24]
-
-
-def throwaway_key(source: str, provider: str) -> DevKey:
-    """A key pair of the provider's kind kept in memory only, never written: the pytest
-    plugin's, made for each asymmetric source a test run uses."""
-    key = DevKey(source, provider, _make(provider))
-    return DevKey(source, provider, key.pem, derived_client_id(key)) if provider == "plaid" else key
-
-
-def signing_pem(key: DevKey, key_server: str | None) -> bytes:
-    """What a signer signs with (`Keys.private_key`): the key's PEM, and for SNS the
-    `SigningCertURL:` line naming its certificate on the key server at `key_server`."""
-    if key.provider == "sns" and key_server:
-        return f"{SIGNING_CERT_URL}: {key_server}{key.certificate_path}\n".encode() + key.pem
-    return key.pem
 
 
 def needs_key_server(keys: Sequence[DevKey]) -> bool:

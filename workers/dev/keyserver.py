@@ -27,7 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from workers.dev.devkeys import DevKey, record_key_server
+from workers.dev.devkeys import record_key_server
+from workers.dev.keypair import DevKey
 
 PLAID_KEY_PATH = "/webhook_verification_key/get"
 MAX_REQUEST = 16 * 1024

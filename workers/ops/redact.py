@@ -1,77 +1,10 @@
-"""Every secret the configuration holds, and a function that blanks them out of text.
+"""The redactor, under the name the operator's tools import it by (the dashboard, `webhooks
+replay`).
 
-`webhooks replay` quotes what providers' APIs answer, and an API may quote what it was sent
-or anything else of ours ("Invalid API Key provided: sk_live_..."). Whatever the command
-prints from outside goes through a `Redactor` built from the settings, so no configured
-key, token, signing secret or password reaches a terminal, however it got into the text.
+It lives in `app/redact.py`: the worker's Sentry reports blank the same secrets, and the
+worker may not import `workers.ops` (tests/test_layout.py).
 """
 
-from __future__ import annotations
+from app.redact import MARKER, Redactor, configured_secrets
 
-import json
-import re
-from collections.abc import Iterable
-from urllib.parse import quote, unquote, urlsplit
-
-from pydantic import SecretStr
-
-from app.settings import ConfigError, Settings
-
-MARKER = "[redacted]"
-# Per-source variables whose values are secrets (verify tokens are shared secrets too),
-# whether or not their source is still listed in WEBHOOK_SOURCES.
-SECRET_VARIABLES = ("WEBHOOK_SECRET_", "WEBHOOK_VERIFY_TOKEN_")
-
-
-def configured_secrets(settings: Settings) -> list[str]:
-    """Every secret value of the settings: each secret field (found by type, so a new one is
-    covered without a change here), every per-source secret and each part of a rotated
-    list, and the passwords of REDIS_URL and of the API base URLs."""
-    found: list[str] = []
-    for name in type(settings).model_fields:
-        value = getattr(settings, name)
-        if isinstance(value, SecretStr):
-            found.append(value.get_secret_value())
-    for variable, value in settings.per_source.items():
-        if variable.startswith(SECRET_VARIABLES):
-            found += [value, *value.split(",")]
-    for variable, value in settings.otel.items():
-        if variable.endswith("_HEADERS"):  # OTLP's: a collector's token
-            found += [value, *(part.partition("=")[2] for part in value.split(","))]
-    try:
-        found += [
-            s.get_secret_value() for source in settings.sources.values() for s in source.secrets
-        ]
-        found += settings.redis_target.secrets
-    except (ConfigError, ValueError):
-        pass  # a configuration that does not load has no command to print anything
-    for url in (settings.redis_url, settings.stripe_api_base, settings.github_api_base):
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            continue
-        if password:
-            found += [password, unquote(password)]
-    return found
-
-
-class Redactor:
-    """Replaces each secret, as written and as it would appear percent-encoded or inside a
-    JSON string, with MARKER. Longest first, so a secret that is part of another cannot
-    leave the rest of the longer one behind."""
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            for value in (secret, secret.strip()):
-                if value:
-                    forms |= {value, quote(value, safe=""), json.dumps(value)[1:-1]}
-        ordered = sorted(forms, key=len, reverse=True)
-        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-
-    @classmethod
-    def of(cls, settings: Settings) -> Redactor:
-        return cls(configured_secrets(settings))
-
-    def __call__(self, text: str) -> str:
-        return self._pattern.sub(MARKER, text) if self._pattern is not None else text
+__all__ = ["MARKER", "Redactor", "configured_secrets"]

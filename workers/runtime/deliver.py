@@ -17,11 +17,12 @@ write, runs again on the retry (at least once).
 
 "done", "ignored" (no handler) and "stale" (every handler's version guard found a newer
 version applied) go in the job's meta too, which RQ hands to the worker's success
-handling in the same process; the job returns the same word. The handlers themselves run
-in `registry.run_handlers`, which the pytest plugin's `deliver` fixture calls too; the
-plugin's `receiver` runs this very function in its own process, and hears each job's end
-through `watching`; a failed attempt goes to the worker's error reporter too, when it has
-one (Sentry: `reports.py`).
+handling in the same process; the job returns the same word. The attempt's rules (which
+handlers run, each one's turn, what the job raises, the word it returns) are all in
+`attempt.py`, which the pytest plugin's `deliver` fixture runs too: this module is the job
+around them, what it keeps in the job and who it tells. The plugin's `receiver` runs this
+very function in its own process, and hears each job's end through `watching`; a failed
+attempt goes to the worker's error reporter too, when it has one (Sentry: `reports.py`).
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ from app.jobstate import EventCall, EventStatus, JobMeta
 from app.keys import Keys
 from app.turns import HandlerState, cut_error
 from workers.event import Event
-from workers.registry import HandlerRun, HandlerSpan, Registered, registry, run_handlers
+from workers.registry import Registered, registry
 from workers.runtime.attempt import (
+    HandlerRun,
+    HandlerSpan,
     Plan,
     attempt_failure,
     error_line,
     failure_ends_event,
     final_status,
+    run_handlers,
 )
 from workers.runtime.job_event import event_of
 from workers.runtime.reports import reporting

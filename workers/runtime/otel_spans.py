@@ -27,7 +27,7 @@ from rq.job import Job
 from app.jobstate import JobMeta
 from app.otel_setup import SCOPE, link, parent, traceparent_of
 from app.turns import cut_error
-from workers.registry import HandlerRun
+from workers.runtime.attempt import HandlerRun, error_line
 from workers.runtime.retries import retry_delay
 
 if TYPE_CHECKING:  # `spans` imports this module, when tracing is on
@@ -149,8 +149,7 @@ class OtelSpans:
             def ended(run: HandlerRun) -> None:
                 span.set_attribute("webhook.handler_state", run.state.value)
                 if run.error is not None:
-                    line = f"{type(run.error).__name__}: {run.error}"
-                    span.set_status(Status(StatusCode.ERROR, cut_error(line)))
+                    span.set_status(Status(StatusCode.ERROR, cut_error(error_line(run.error))))
 
             yield ended
 

@@ -21,6 +21,10 @@ from app.keys import Keys
 from app.logs import log_state
 from app.turns import attempt_json, encode_json, failure_summary, run_field, told_by_turns
 from app.type_stats import count_command
+from workers.runtime.attempt import HandlersFailed
+
+# Where `HandlersFailed` is defined, and where it was until issue 38.
+HANDLERS_FAILED_MODULES = (HandlersFailed.__module__, "workers.registry")
 
 UPDATE_IF_PRESENT = """
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -65,8 +69,11 @@ def last_error(exc_string: str, limit: int = 500) -> str:
     """The last non-empty line of a traceback: the exception and its message."""
     lines = [line.strip() for line in exc_string.strip().splitlines() if line.strip()]
     found = lines[-1] if lines else "unknown error"
-    # Not `workers.registry.HandlersFailed: ...`: the module says nothing to an operator.
-    return _cut(found.removeprefix("workers.registry."), limit)
+    # Not `workers.runtime.attempt.HandlersFailed: ...`: the module says nothing to an
+    # operator (nor the one that defined it when older dead letters were stored).
+    for module in HANDLERS_FAILED_MODULES:
+        found = found.removeprefix(module + ".")
+    return _cut(found, limit)
 
 
 def _cut(text: str, limit: int = 500) -> str:

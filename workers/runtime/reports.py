@@ -24,7 +24,7 @@ from app.startup_checks import sentry_problems
 
 if TYPE_CHECKING:
     from workers.event import Event
-    from workers.registry import HandlerRun
+    from workers.runtime.attempt import HandlerRun
 
 
 class HandlerErrors(Protocol):

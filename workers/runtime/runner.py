@@ -1,16 +1,17 @@
-"""Running a batch's handlers, one job after another, and reporting each job as it goes.
+"""Running a batch's jobs, one after another, and reporting each job as it goes (a job runs
+its event's handlers: `deliver.py`).
 
 The runner is the same whether it runs in a forked child (the default: a crashing or
 leaking handler cannot take the worker down) or in the worker process (trusted handlers).
-Before each handler starts it streams the attempt's bookkeeping to Redis without waiting
+Before each job starts it streams the attempt's bookkeeping to Redis without waiting
 for the replies (read once the batch is over): so Redis knows which job was running if
 the whole machine dies, at no round trip per job. It reports to the worker through
 `report`: a job started, then how it ended.
 
-If Redis cannot be reached (the stream's connection is lost), a handler that returned is
-still reported as it ended, with the meta the runner could not write: the worker settles
-it once Redis answers. No other handler of the batch starts: Redis would not know it ran;
-the jobs not started go back to the queue, no attempt counted.
+If Redis cannot be reached (the stream's connection is lost), a job that ended is still
+reported as it ended, with the meta the runner could not write: the worker settles it
+once Redis answers. No other job of the batch starts: Redis would not know it ran; the
+jobs not started go back to the queue, no attempt counted.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ DEFAULT_TIMEOUT = 180
 
 @dataclass(frozen=True, slots=True)
 class Started:
-    """A handler starts: the attempt counted in the meta, the budget perhaps given back."""
+    """A job starts: the attempt counted in the meta, the budget perhaps given back."""
 
     index: int
     at: datetime
@@ -71,7 +72,7 @@ Report = Callable[[Started | Ended], None]
 
 
 class StopAfterCurrent:
-    """Set by the worker's warm shutdown: finish the running handler, start no other."""
+    """Set by the worker's warm shutdown: finish the running job, start no other."""
 
     requested = False
 
@@ -80,14 +81,15 @@ class StopAfterCurrent:
 
 
 class Deadline:
-    """RQ's `UnixSignalDeathPenalty` for a batch: a handler still running when its job's
-    timeout passes gets `JobTimeoutException`, worded as RQ words it.
+    """RQ's `UnixSignalDeathPenalty` for a batch: a job still running when its timeout
+    passes gets `JobTimeoutException` (in whichever handler runs), worded as RQ words it.
 
-    RQ sets and clears the SIGALRM handler around every job, and `signal.signal` costs
-    more than a no-op handler: here the handler is set once per batch, and set again only
-    if a handler replaced it. The timer is set and cleared for every job, as RQ does, so a
-    handler that uses the timer itself cannot leave the jobs after it without a deadline.
-    An alarm that is not ours (set by a handler) is set again for the job's deadline."""
+    RQ sets and clears the SIGALRM signal handler around every job, and `signal.signal`
+    costs more than a no-op handler: here it is set once per batch, and set again only if
+    a webhook handler replaced it. The timer is set and cleared for every job, as RQ does,
+    so a webhook handler that uses the timer itself cannot leave the jobs after it without
+    a deadline. An alarm that is not ours (a webhook handler's) is set again for the job's
+    deadline."""
 
     def __init__(self) -> None:
         self.timeout: float = 0
@@ -136,7 +138,7 @@ def run_batch(
     spans: WorkerSpans = NO_SPANS,
     batch_trace: str = "",
 ) -> None:
-    """Run the jobs in order, reporting each; `between` runs before each handler (the
+    """Run the jobs in order, reporting each; `between` runs before each job (the
     worker's heartbeat, when the batch runs in its own process). With tracing on, each
     attempt's span links to `batch_trace`, the batch's."""
     with Stream(connection) as stream, Deadline() as deadline:
@@ -231,7 +233,7 @@ def refused(index: int, job: Job, reason: str) -> Ended:
 
 
 def perform(index: int, job: Job, deadline: Deadline) -> Ended:
-    """One handler run under its job's timeout, as RQ's `perform_job` runs it."""
+    """One job run under its timeout, as RQ's `perform_job` runs it."""
     try:
         deadline.start(job.timeout or DEFAULT_TIMEOUT)
         try:
@@ -257,7 +259,7 @@ def perform(index: int, job: Job, deadline: Deadline) -> Ended:
 
 def child_signals(stop: StopAfterCurrent) -> None:
     """In a forked child: Ctrl+C and the stop signals are the worker's; the worker asks the
-    child to stop after its current handler with SIGUSR1."""
+    child to stop after its current job with SIGUSR1."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGUSR1, stop.request)

@@ -20,11 +20,11 @@ import sentry_sdk
 from sentry_sdk.utils import event_from_exception
 
 from app.logs import logger
+from app.redact import Redactor
 from app.settings import Settings
 from app.turns import HandlerState
 from workers.event import Event
-from workers.ops.redact import Redactor
-from workers.registry import HandlerRun
+from workers.runtime.attempt import HandlerRun
 from workers.runtime.sentry_scrub import Scrub
 
 # Where the event's own scrubbing rules ride, from the capture to `before_send`.

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workers.ops.redact import Redactor
+from app.redact import Redactor
 
 if TYPE_CHECKING:
     from workers.event import Event

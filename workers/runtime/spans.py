@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rq.job import Job
 
     from app.jobstate import JobMeta
-    from workers.registry import HandlerRun
+    from workers.runtime.attempt import HandlerRun
 
 _NOTHING: AbstractContextManager[None] = contextlib.nullcontext()
 

@@ -29,7 +29,7 @@ import rq.job
 import app.turns
 import workers.event
 from app.turns import FAILURES, Turn
-from workers.registry import HandlersFailed
+from workers.runtime.attempt import HandlersFailed
 
 # A line of its own between the two parts. A message line that happens to read the same
 # is indented in the user part, so the first such line is always the separator.

@@ -2,20 +2,21 @@
 
 RQ's own loop runs it (registration, signals, maintenance, the scheduler, teardown); what
 differs is one job at a time becoming a batch (`batch.py`): taken in one round trip
-(`take.py`), begun in one transaction, run one handler after another (`runner.py`), and
+(`take.py`), begun in one transaction, run one job after another (`runner.py`), and
 settled in one transaction with this project's writes (meta, ledger, counters) riding along
 (`settlement.py`), while the next batch runs.
 
 - WEBHOOK_WORKER_MODE=fork (the default): a long-lived child runs the handlers, batch after
   batch (`horse.py`), so a crashing or leaking handler cannot take the worker down. If the
-  child dies, the worker knows from its reports which jobs ended: those settle as they
-  ended, the one that was running counts a failed attempt, and the rest go back to the
-  head of the queue with no attempt counted.
+  child dies, the worker knows from its reports which jobs ended (`job_ends.py`): those
+  settle as they ended, the one that was running counts a failed attempt, and the rest go
+  back to the head of the queue with no attempt counted.
 - WEBHOOK_WORKER_MODE=simple: the same in the worker process, for trusted handlers.
 A killed worker's batch is recovered by another worker's maintenance within about 25 s
 (heartbeats every 5 s that expire after 15 s, maintenance every 10 s; `recovery.py`); in
 simple mode, the running job after its timeout + 10 s (the worker beats between handlers).
-Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s.
+Its maintenance (recovery, RQ's sweeps) and its scheduler are `maintenance.py`'s; what it
+changes of RQ's stop (a warm stop waits for the transaction in flight), `stopping.py`'s.
 
 A batch outlives a cut of the worker's link to Redis: missed heartbeats do not stop it, the
 runner reports the ends it could not write, and the worker keeps them and settles them once
@@ -25,16 +26,13 @@ back meanwhile by another worker's recovery is left to it (`settlement.py`).
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from functools import partial
 from types import FrameType
-from typing import Any, cast
+from typing import Any
 
-from redis.exceptions import RedisError
 from rq import Queue
 from rq.job import Job
 from rq.utils import now
@@ -43,12 +41,13 @@ from rq.worker import WorkerStatus
 from app.logs import logger
 from app.settings import Settings
 from workers.runtime import batch as batches
-from workers.runtime.batch import Batch, Fate
+from workers.runtime.batch import Batch
 from workers.runtime.horse import Horse
-from workers.runtime.maintenance import MaintainedWorker
-from workers.runtime.runner import DEFAULT_TIMEOUT, Ended, Started, StopAfterCurrent, run_batch
+from workers.runtime.job_ends import apply_report, child_died
+from workers.runtime.runner import DEFAULT_TIMEOUT, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
 from workers.runtime.spans import NO_SPANS, WorkerSpans
+from workers.runtime.stopping import StoppingWorker
 from workers.runtime.stream import LINK_ERRORS
 from workers.runtime.take import take
 
@@ -61,7 +60,7 @@ WORKER_TTL = 35
 SETTLE_RETRY_CAP = 2.0
 
 
-class WebhookWorker(MaintainedWorker):
+class WebhookWorker(StoppingWorker):
     def __init__(
         self,
         *args: Any,
@@ -83,8 +82,6 @@ class WebhookWorker(MaintainedWorker):
         self._took = (0, 0)  # when the batch's take started and ended (ns), for its span
         self._batch: Batch | None = None
         self._beat_at = 0.0
-        self._critical = 0
-        self._stop_pending = False
         # A batch whose handlers have run, settled while the next one runs (or before the
         # worker waits for work, or stops).
         self._unsettled: Batch | None = None
@@ -151,7 +148,7 @@ class WebhookWorker(MaintainedWorker):
             self.run_in_horse(batch)
         else:
             self.settle_unsettled()
-            report, stop = self.reported(batch), self.stop_after_current
+            report, stop = partial(apply_report, batch), self.stop_after_current
             run_batch(
                 batch.jobs,
                 self.connection,
@@ -206,22 +203,6 @@ class WebhookWorker(MaintainedWorker):
             self.horse.close()
             super().teardown()  # type: ignore[no-untyped-call]
 
-    def unsubscribe(self) -> None:
-        # redis-py >= 8.2's PubSubWorkerThread.stop() waits for the thread's loop, which RQ
-        # runs with sleep_time=60: a loop that went back to wait for a message before RQ's
-        # stop() cleared its flag held the stop for a minute (honcho SIGKILLs after 5 s).
-        # Cleared first, the flag ends the loop at the unsubscribe's own reply.
-        self.stop_listening()
-        super().unsubscribe()  # type: ignore[no-untyped-call]
-
-    def stop_listening(self) -> None:
-        """Ends RQ's command listener (a thread) at its next message, without waiting for it.
-        `_running` is redis-py's PubSubWorkerThread internal (8.0-8.2, docs/internals.md),
-        pinned by tests/test_worker_unsubscribe.py."""
-        thread = getattr(self, "pubsub_thread", None)
-        if thread is not None:
-            thread._running.clear()
-
     def get_heartbeat_ttl(self, job: Job, working_time: float = 0.0) -> int:
         # RQ adds 60 s to every heartbeat, so a job orphaned by a killed worker would wait at
         # least a minute before any sweep may retry it.
@@ -241,31 +222,10 @@ class WebhookWorker(MaintainedWorker):
 
         return beat
 
-    @contextmanager
-    def critical(self) -> Iterator[None]:
-        """A warm stop (RQ raises StopRequested from its signal handler when the worker is
-        not busy) waits until the transaction in flight has its answer: one cut between
-        being sent and being answered could not be told applied from not. A second signal
-        still stops the worker at once (RQ's cold shutdown)."""
-        self._critical += 1
-        try:
-            yield
-        finally:
-            self._critical -= 1
-        if not self._critical and self._stop_pending:
-            self._stop_pending = False
-            super()._shutdown()  # type: ignore[no-untyped-call]
-
-    def _shutdown(self) -> None:
-        if self._critical and self.get_state() != WorkerStatus.BUSY:
-            self._stop_pending = True
-            return
-        super()._shutdown()  # type: ignore[no-untyped-call]
-
     def request_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signalled = True
         self.stop_after_current.request()
-        self.horse.signal(signal.SIGUSR1)  # finish the running handler, start no other
+        self.horse.signal(signal.SIGUSR1)  # finish the running job, start no other
         super().request_stop(signum, frame)  # type: ignore[no-untyped-call]
 
     def inherited_fds(self) -> tuple[int, ...]:
@@ -284,7 +244,7 @@ class WebhookWorker(MaintainedWorker):
         # The previous batch is settled while the child runs this one: two cores busy.
         status = self.horse.run(
             hashes,
-            self.reported(batch),
+            partial(apply_report, batch),
             lambda: self.keep_alive(batch),
             self.job_monitoring_interval,
             before_wait=self.settle_unsettled,
@@ -292,7 +252,7 @@ class WebhookWorker(MaintainedWorker):
         )
         self._horse_pid = self.horse.pid
         if status:
-            self.child_died(batch, status)
+            child_died(self.connection, batch, status)
 
     def keep_alive(self, batch: Batch) -> None:
         ttl = self.batch_ttl(batch)
@@ -317,33 +277,3 @@ class WebhookWorker(MaintainedWorker):
             timeout = running.job.timeout or DEFAULT_TIMEOUT
             if (now() - running.started_at).total_seconds() > timeout + 60:
                 self.horse.signal(signal.SIGKILL)  # stuck beyond its own death penalty
-
-    def child_died(self, batch: Batch, status: int) -> None:
-        cause = f" (signal {os.WTERMSIG(status)})" if os.WIFSIGNALED(status) else ""
-        for entry in batch.entries:
-            if entry.started_at and not entry.ended_at:
-                # The meta as the child last wrote it: its checkpoints name the handlers
-                # that succeeded before it died, which the Started report does not.
-                with contextlib.suppress(RedisError):  # then as reported: at least once
-                    stored = cast(bytes | None, self.connection.hget(entry.job.key, "meta"))
-                    if stored:
-                        entry.job.meta = entry.job.serializer.loads(stored)
-                entry.fate, entry.ended_at = Fate.FAILED, now()
-                entry.exc_string = (
-                    f"Work-horse terminated unexpectedly; waitpid returned {status}{cause}"
-                )
-
-    def reported(self, batch: Batch) -> Any:
-        def apply(report: Started | Ended) -> None:
-            entry = batch.entries[report.index]
-            job = entry.job
-            job.retries_left, job.retry_intervals = report.retries_left, report.retry_intervals
-            job.meta = report.meta
-            if isinstance(report, Started):
-                entry.started_at = report.at
-                return
-            job._result = report.return_value
-            entry.ended_at, entry.exc_string = report.at, report.exc_string
-            entry.fate = Fate.SUCCEEDED if report.ok else Fate.FAILED
-
-        return apply

@@ -2,8 +2,10 @@
 
 Each module signs one family of schemes: HMACs in headers (`header_hmac`), the URL-signed
 and in-body schemes (`url_and_body`), every recipe and preset (`recipes`), and the
-asymmetric ones, which sign with a private key (`asymmetric`). A test fails when a
-provider has a verifier and no signer.
+asymmetric ones, which sign with a private key (`asymmetric`). Where the verifier runs a
+recipe (the presets, `recipe` sources, Stripe, Slack, Paddle, Standard Webhooks), the
+signer signs from that recipe (`recipe_signing`). A test fails when a provider has a
+verifier and no signer.
 """
 
 from __future__ import annotations

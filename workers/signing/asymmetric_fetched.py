@@ -29,7 +29,14 @@ from workers.signing.asymmetric_keys import (
     plaid_key_id,
     wrong_key,
 )
-from workers.signing.base import EventToSign, Keys, SignedRequest, SigningError, own_id
+from workers.signing.base import (
+    EventToSign,
+    Keys,
+    SignedRequest,
+    SigningError,
+    header_value,
+    own_id,
+)
 from workers.signing.defaults import DEFAULT_TYPE
 
 # --- AWS SNS ----------------------------------------------------------------------------
@@ -82,6 +89,8 @@ def sign_sns(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequ
             "SubscribeURL; send a Notification or an UnsubscribeConfirmation"
         )
     subscription = f"{topic}:{uuid.uuid5(uuid.NAMESPACE_URL, topic + '#' + source.name)}"
+    # SNS sends the id in the body and in a header: in both as the header carries it.
+    message_id = header_value(event.event_id, "sns", "x-amz-sns-message-id")
     if event.data is None:
         message = json_bytes({"id": event.event_id}, source).decode()
     elif isinstance(event.data, str):
@@ -90,7 +99,7 @@ def sign_sns(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequ
         message = json_bytes(event.data, source).decode()
     stamp = datetime.fromtimestamp(event.timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     # In the order SNS writes them.
-    fields: dict[str, str] = {"Type": "Notification", "MessageId": event.event_id}
+    fields: dict[str, str] = {"Type": "Notification", "MessageId": message_id}
     if kind == "UnsubscribeConfirmation":
         token = hex_of("sns-token", topic, event.event_id, length=64)
         fields |= {
@@ -120,11 +129,11 @@ def sign_sns(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequ
         "Content-Type": "text/plain; charset=UTF-8",
         "User-Agent": "Amazon Simple Notification Service Agent",
         "x-amz-sns-message-type": fields["Type"],
-        "x-amz-sns-message-id": event.event_id,
+        "x-amz-sns-message-id": message_id,
         "x-amz-sns-topic-arn": topic,
         "x-amz-sns-subscription-arn": subscription,
     }
-    return SignedRequest(event.url, headers, json_bytes(fields, source), event.event_id)
+    return SignedRequest(event.url, headers, json_bytes(fields, source), message_id)
 
 
 # --- Plaid ------------------------------------------------------------------------------

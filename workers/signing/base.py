@@ -92,6 +92,38 @@ def own_id(event: EventToSign, value: object, provider: str, where: str) -> str 
     return text
 
 
+JSON_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+# What HTTP drops around a header's value on the way (RFC 9110's optional whitespace).
+HEADER_SPACE = " \t"
+
+
+def object_data(data: Any, provider: str, what: str) -> dict[str, Any]:
+    """`data` where the envelope needs a JSON object (`what`: the place it replaces)."""
+    if isinstance(data, dict):
+        return data
+    given = JSON_NAMES.get(type(data), "a number")
+    raise SigningError(
+        f"{provider}: the event data replaces {what} and must be a JSON object, not {given}"
+    )
+
+
+def event_object(event: EventToSign, provider: str, what: str) -> dict[str, Any] | None:
+    """`event.data` as `object_data` takes it; None (no data: the sample stays) as is."""
+    return None if event.data is None else object_data(event.data, provider, what)
+
+
+def header_value(value: str, provider: str, header: str, *, secret: bool = False) -> str:
+    """A value as it arrives in the provider's header `header` (an event id, a type, a
+    token): without the outer spaces HTTP drops on the way, so the id a signer announces
+    is the one the receiver reads. HTTP carries only printable ASCII there, and the
+    receiver refuses an empty value. A secret's value is never repeated in the message."""
+    sent = value.strip(HEADER_SPACE)
+    if not sent or not sent.isascii() or not sent.isprintable():
+        given = "the secret given" if secret else repr(value)
+        raise SigningError(f"{provider} sends {header} in a header: printable ASCII, not {given}")
+    return sent
+
+
 def hmac_digest(key: bytes, message: bytes, algorithm: str = "sha256") -> bytes:
     return hmac.new(key, message, getattr(hashlib, algorithm)).digest()
 

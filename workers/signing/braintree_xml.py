@@ -26,9 +26,10 @@ from workers.signing.base import (
     SignedRequest,
     SigningError,
     hex_hmac,
+    object_data,
     require_secret,
 )
-from workers.signing.envelope import SAMPLE_TIME, iso, object_data
+from workers.signing.envelope import SAMPLE_TIME, iso
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 

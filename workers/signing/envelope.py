@@ -1,6 +1,7 @@
-"""What the URL-and-body and recipe signers share to build an envelope: JSON as sent, the
-event's times as the providers write them, sample ids derived from the event id, and the
-checks that turn data of the wrong shape into one-line `SigningError`s.
+"""What the signers share to build an envelope: JSON as sent, the event's times as the
+providers write them, and, for the URL-and-body and recipe signers, sample ids derived
+from the event id. The checks on what goes in (`object_data`, `header_value`) are
+`base.py`'s, one set for every signer.
 
 Sample objects carry ids derived from the event id (`derived`), so two events are two
 bodies even where the id itself travels in a header the signature does not cover (the
@@ -13,31 +14,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from workers.signing.base import SigningError
+from workers.signing.base import EventToSign, SigningError, event_object
 
 # 2026-01-01T00:00:00Z: the time written in bodies whose event id is their digest.
 SAMPLE_TIME = 1_767_225_600
+# The fraction of the times written to the millisecond (of a whole second: the event's).
+MILLIS = ".000"
 
 
-def dumps(value: Any, provider: str) -> bytes:
-    """Compact JSON, UTF-8, as most providers send it."""
+def dumps(value: Any, provider: str, indent: int | None = None) -> bytes:
+    """Compact JSON, UTF-8, as most providers send it; indented as Stripe's, with `indent`."""
+    separators = (",", ": ") if indent else (",", ":")
     try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        text = json.dumps(
+            value, separators=separators, indent=indent, ensure_ascii=False, allow_nan=False
+        )
     except (TypeError, ValueError) as exc:
         raise SigningError(f"{provider}: the event data is not JSON ({exc})") from None
     return text.encode()
 
 
-def iso(ts: float, *, millis: bool = False) -> str:
-    """RFC 3339 in UTC, `Z`-suffixed (`.000` milliseconds when asked)."""
-    when = datetime.fromtimestamp(ts, UTC)
-    if millis:
-        return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+def iso(timestamp: int, fraction: str = "") -> str:
+    """RFC 3339 in UTC: `2026-12-01T23:06:59Z`, or with `fraction` (`MILLIS`, `.123456`)
+    before the Z."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
 
 
 def derived(event_id: str, length: int = 16, salt: str = "") -> str:
@@ -57,20 +62,12 @@ def derived_uuid(event_id: str, salt: str = "") -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
 
 
-def object_data(data: Any, provider: str, what: str) -> dict[str, Any]:
-    """`data` as the JSON object an envelope needs in that place, else `SigningError`."""
-    if not isinstance(data, dict):
-        raise SigningError(f"{provider}: data must be a JSON object ({what})")
-    return data
-
-
-def header_value(value: str, provider: str, what: str) -> str:
-    """A value that can travel in an HTTP header as is: printable ASCII, no line breaks."""
-    if not value or not value.isascii() or not value.isprintable() or value != value.strip():
-        raise SigningError(
-            f"{provider}: the {what} goes in a header: use printable ASCII, no outer spaces"
-        )
-    return value
+def object_or_sample(
+    event: EventToSign, provider: str, what: str, sample: Callable[[], Any]
+) -> Any:
+    """The event object: `data` (a JSON object, in place of `what`), else the sample."""
+    data = event_object(event, provider, what)
+    return sample() if data is None else data
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +77,7 @@ class Envelope:
 
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
+    indent: int | None = None  # the JSON body's, where the provider indents it (Stripe)
 
 
 def set_header(headers: dict[str, str], name: str, value: str) -> None:

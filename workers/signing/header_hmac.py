@@ -60,11 +60,12 @@ from workers.signing.base import (
     Keys,
     SignedRequest,
     Signer,
+    event_object,
     hex_hmac,
     own_id,
     require_secret,
 )
-from workers.signing.hmac_envelope import compact, number, object_data, type_or
+from workers.signing.hmac_envelope import compact, number, type_or
 
 
 def hmac_signature(key: bytes, body: bytes) -> str:
@@ -79,7 +80,7 @@ def sign_hmac(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedReq
     own `id`, when it has one, is the event id and stays as given."""
     key = require_secret(keys, source)
     kind = type_or(event, "hmac")
-    data = object_data(event, "hmac", "the body (under id and type)")
+    data = event_object(event, "hmac", "the body (under id and type)")
     if data is None:
         order = f"ord_{number(event.event_id, 'hmac-order', 6)}"
         data = {"data": {"order_id": order, "total": "49.99", "currency": "USD"}}

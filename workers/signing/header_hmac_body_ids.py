@@ -1,30 +1,23 @@
 """Signers of the header HMACs whose id is in the body they sign, with a timestamp:
-Stripe (`{t}.{body}`), Slack (`v0:{ts}:{body}`) and Paddle (`{ts}:{body}`). What
-`event.data` replaces for each: the table in `header_hmac`."""
+Stripe (`{t}.{body}`), Slack (`v0:{ts}:{body}`) and Paddle (`{ts}:{body}`). Each builds its
+provider's envelope; the rest (where the id, type and timestamp go, what is signed, the
+signature header) is its verifier's recipe's (`recipe_signing.py`). What `event.data`
+replaces for each: the table in `header_hmac`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from app.providers import paddle, slack, stripe
 from app.settings import SourceConfig
-from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.hmac_envelope import compact, iso, number, object_data, pretty, token, type_or
+from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, event_object
+from workers.signing.envelope import Envelope, iso
+from workers.signing.hmac_envelope import number, token, type_or
+from workers.signing.recipe_signing import sign_with_recipe
 
-JSON = {"Content-Type": "application/json"}
 # Paddle's ids: a prefix, `_01`, then lower-case Crockford base32 (ULIDs).
 ULID = "0123456789abcdefghjkmnpqrstvwxyz"
-
-
-def stripe_header(key: bytes, timestamp: int, body: bytes) -> str:
-    return f"t={timestamp},v1=" + hex_hmac(key, f"{timestamp}.".encode() + body)
-
-
-def slack_signature(key: bytes, timestamp: int, body: bytes) -> str:
-    return "v0=" + hex_hmac(key, f"v0:{timestamp}:".encode() + body)
-
-
-def paddle_header(key: bytes, timestamp: int, body: bytes) -> str:
-    return f"ts={timestamp};h1=" + hex_hmac(key, f"{timestamp}:".encode() + body)
 
 
 # --- Stripe ------------------------------------------------------------------------------
@@ -100,27 +93,23 @@ def stripe_object(event: EventToSign, kind: str) -> dict[str, Any]:
 
 
 def sign_stripe(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
-    key = require_secret(keys, source)  # `whsec_...` used as is, as Stripe's SDK does
-    kind = type_or(event, "stripe")
-    obj = object_data(event, "stripe", "data.object")
+    event = replace(event, event_type=type_or(event, "stripe"))
+    obj = event_object(event, "stripe", "data.object")
     envelope = {
         "id": event.event_id,
         "object": "event",
         "api_version": "2024-06-20",
         "created": event.timestamp,
-        "data": {"object": stripe_object(event, kind) if obj is None else obj},
+        "data": {"object": stripe_object(event, event.event_type) if obj is None else obj},
         "livemode": False,
         "pending_webhooks": 1,
         "request": {"id": None, "idempotency_key": None},
-        "type": kind,
+        "type": event.event_type,
     }
-    body = pretty(envelope)  # Stripe indents its event bodies
-    headers = {
-        **JSON,
-        "User-Agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)",
-        "Stripe-Signature": stripe_header(key, event.timestamp, body),
-    }
-    return SignedRequest(event.url, headers, body, event.event_id)
+    agent = {"User-Agent": "Stripe/1.0 (+https://stripe.com/docs/webhooks)"}
+    # Stripe indents its event bodies; its `whsec_...` secret is used as is.
+    signed = Envelope(envelope, agent, indent=2)
+    return sign_with_recipe(stripe.RECIPE, "stripe", source, event, keys, signed)
 
 
 # --- Slack (Events API) -------------------------------------------------------------------
@@ -154,38 +143,35 @@ def slack_event(event: EventToSign, kind: str) -> dict[str, Any]:
 
 
 def sign_slack(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
-    key = require_secret(keys, source)
-    kind = type_or(event, "slack")
-    event_id = event.event_id
-    payload: dict[str, Any]
-    if kind == "url_verification":  # Slack's URL check, answered with its challenge
-        data = object_data(event, "slack", "the url_verification body")
-        challenge = token(event.event_id, "slack-challenge", 52)
-        payload = {"token": SLACK_TOKEN, "challenge": challenge, **(data or {}), "type": kind}
-        event_id = ""  # nothing is queued: the receiver answers {"challenge": ...}
-    else:
-        data = object_data(event, "slack", "the inner event")
-        inner = slack_event(event, kind) if data is None else {**data, "type": kind}
-        bot = {"team_id": SLACK_TEAM, "user_id": SLACK_BOT, "is_bot": True}
-        payload = {
-            "token": SLACK_TOKEN,
-            "team_id": SLACK_TEAM,
-            "api_app_id": SLACK_APP,
-            "event": inner,
-            "type": "event_callback",
-            "event_id": event.event_id,
-            "event_time": event.timestamp,
-            "authorizations": [bot],
-            "is_ext_shared_channel": False,
-        }
-    body = compact(payload)
+    event = replace(event, event_type=type_or(event, "slack"))
+    kind = event.event_type
+    # The timestamp as Slack spells its header (the recipe sets its value).
     headers = {
-        **JSON,
         "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)",
-        "X-Slack-Request-Timestamp": str(event.timestamp),
-        "X-Slack-Signature": slack_signature(key, event.timestamp, body),
+        "X-Slack-Request-Timestamp": "",
     }
-    return SignedRequest(event.url, headers, body, event_id)
+    if kind == "url_verification":  # Slack's URL check, answered with its challenge
+        data = event_object(event, "slack", "the url_verification body")
+        challenge = token(event.event_id, "slack-challenge", 52)
+        check = {"token": SLACK_TOKEN, "challenge": challenge, **(data or {}), "type": kind}
+        envelope = Envelope(check, headers)
+        return sign_with_recipe(
+            slack.RECIPE, "slack", source, event, keys, envelope, handshake=True
+        )
+    data = event_object(event, "slack", "the inner event")
+    bot = {"team_id": SLACK_TEAM, "user_id": SLACK_BOT, "is_bot": True}
+    payload = {
+        "token": SLACK_TOKEN,
+        "team_id": SLACK_TEAM,
+        "api_app_id": SLACK_APP,
+        "event": slack_event(event, kind) if data is None else {**data, "type": kind},
+        "type": "event_callback",
+        "event_id": event.event_id,
+        "event_time": event.timestamp,
+        "authorizations": [bot],
+        "is_ext_shared_channel": False,
+    }
+    return sign_with_recipe(slack.RECIPE, "slack", source, event, keys, Envelope(payload, headers))
 
 
 # --- Paddle Billing ------------------------------------------------------------------------
@@ -229,19 +215,17 @@ def paddle_data(event: EventToSign, kind: str) -> dict[str, Any]:
 
 
 def sign_paddle(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
-    key = require_secret(keys, source)  # `pdl_ntfset_...` used as is
-    kind = type_or(event, "paddle")
-    data = object_data(event, "paddle", "data")
+    event = replace(event, event_type=type_or(event, "paddle"))
+    data = event_object(event, "paddle", "data")
     payload = {
         "event_id": event.event_id,
-        "event_type": kind,
+        "event_type": event.event_type,
         "occurred_at": iso(event.timestamp, f".{number(event.event_id, 'paddle-us', 6)}"),
         "notification_id": paddle_id(event, "ntf"),
-        "data": paddle_data(event, kind) if data is None else data,
+        "data": paddle_data(event, event.event_type) if data is None else data,
     }
-    body = compact(payload)
-    headers = {**JSON, "Paddle-Signature": paddle_header(key, event.timestamp, body)}
-    return SignedRequest(event.url, headers, body, event.event_id)
+    # The `pdl_ntfset_...` secret is used as is.
+    return sign_with_recipe(paddle.RECIPE, "paddle", source, event, keys, Envelope(payload))
 
 
 SIGNERS: dict[str, Signer] = {"stripe": sign_stripe, "slack": sign_slack, "paddle": sign_paddle}

@@ -23,6 +23,7 @@ from workers.signing.base import (
     SignedRequest,
     Signer,
     b64_hmac,
+    event_object,
     hex_hmac,
     require_secret,
 )
@@ -34,7 +35,6 @@ from workers.signing.hmac_envelope import (
     constant_type,
     hex_id,
     number,
-    object_data,
     spaced,
     token,
     type_or,
@@ -89,7 +89,7 @@ def meta_change(event: EventToSign, kind: str) -> tuple[str, dict[str, Any]]:
 def sign_meta(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
     key = require_secret(keys, source)  # the app secret
     kind = type_or(event, "meta")  # the body's `object`
-    data = object_data(event, "meta", "entry[0].changes[0].value")
+    data = event_object(event, "meta", "entry[0].changes[0].value")
     field, value = meta_change(event, kind)
     entry = META_ENTRIES.get(kind) or str(number(kind, "meta-entry", 15))
     change = {"value": value if data is None else data, "field": field}
@@ -132,11 +132,11 @@ def sign_zoom(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedReq
     kind = type_or(event, "zoom")
     payload: dict[str, Any]
     if kind == "endpoint.url_validation":  # Zoom's URL check, answered with its token
-        data = object_data(event, "zoom", "payload")
+        data = event_object(event, "zoom", "payload")
         plain = {"plainToken": token(event.event_id, "zoom-plain", 22, URL_SAFE), **(data or {})}
         payload = {"payload": plain, "event_ts": event.timestamp * 1000, "event": kind}
     else:
-        data = object_data(event, "zoom", "payload.object")
+        data = event_object(event, "zoom", "payload.object")
         obj = zoom_object(event, kind) if data is None else data
         payload = {"event": kind, "payload": {"account_id": ZOOM_ACCOUNT, "object": obj}}
     body = compact(payload)
@@ -158,7 +158,7 @@ def sign_zoom(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedReq
 def sign_dropbox(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
     key = require_secret(keys, source)  # the app secret
     constant_type(event, "dropbox", "notification")
-    data = object_data(event, "dropbox", "the notification")
+    data = event_object(event, "dropbox", "the notification")
     if data is None:  # "these accounts changed": one, derived from the event id
         account = "dbid:AA" + token(event.event_id, "dropbox-account", 38, URL_SAFE)
         users = [number(event.event_id, "dropbox-user", 9)]
@@ -176,7 +176,7 @@ XERO_TENANT = "3c9e1d2a-7b4f-4e8a-9c61-5d0f2b8e7a14"
 def sign_xero(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
     key = require_secret(keys, source)  # the webhooks key as Xero shows it, not decoded
     constant_type(event, "xero", "events")
-    data = object_data(event, "xero", "events[0]")
+    data = event_object(event, "xero", "events[0]")
     if data is None:
         invoice = uuid_id(event.event_id, "xero-invoice")
         data = {

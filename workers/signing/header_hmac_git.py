@@ -12,17 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from app.settings import SourceConfig
-from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, hex_hmac, require_secret
-from workers.signing.hmac_envelope import (
-    compact,
+from workers.signing.base import (
+    EventToSign,
+    Keys,
+    SignedRequest,
+    Signer,
+    event_object,
     header_value,
-    hex_id,
-    iso,
-    number,
-    object_data,
-    type_or,
-    uuid_id,
+    hex_hmac,
+    require_secret,
 )
+from workers.signing.envelope import iso
+from workers.signing.hmac_envelope import compact, hex_id, number, type_or, uuid_id
 
 
 def hub_signatures(key: bytes, body: bytes) -> dict[str, str]:
@@ -102,7 +103,7 @@ def sign_github(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedR
     key = require_secret(keys, source)
     delivery = header_value(event.event_id, "github", "X-GitHub-Delivery")
     kind = header_value(type_or(event, "github"), "github", "X-GitHub-Event")
-    data = object_data(event, "github", "the payload")
+    data = event_object(event, "github", "the payload")
     # A ping is the first delivery of a new hook: a hook of its own.
     hook_id = number(event.event_id, "github-hook", 9) if kind == "ping" else GITHUB_HOOK_ID
     body = compact(github_payload(event, kind, hook_id) if data is None else data)
@@ -174,7 +175,7 @@ def sign_gitlab(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedR
     secret = header_value(entered, "gitlab", "X-Gitlab-Token", secret=True)
     event_id = header_value(event.event_id, "gitlab", "Idempotency-Key")
     kind = header_value(type_or(event, "gitlab"), "gitlab", "X-Gitlab-Event")
-    data = object_data(event, "gitlab", "the payload")
+    data = event_object(event, "gitlab", "the payload")
     body = compact(gitlab_payload(event, kind) if data is None else data)
     headers = {
         "Content-Type": "application/json",

@@ -12,18 +12,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.settings import SourceConfig
-from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, b64_hmac, require_secret
-from workers.signing.hmac_envelope import (
-    compact,
+from workers.signing.base import (
+    EventToSign,
+    Keys,
+    SignedRequest,
+    Signer,
+    b64_hmac,
+    event_object,
     header_value,
-    iso,
-    number,
-    object_data,
-    php_json,
-    token,
-    type_or,
-    uuid_id,
+    require_secret,
 )
+from workers.signing.envelope import iso
+from workers.signing.hmac_envelope import compact, number, php_json, token, type_or, uuid_id
 
 # --- Shopify ---------------------------------------------------------------------------------
 
@@ -69,7 +69,7 @@ def sign_shopify(source: SourceConfig, event: EventToSign, keys: Keys) -> Signed
     key = require_secret(keys, source)  # the app's client secret, as is
     event_id = header_value(event.event_id, "shopify", "X-Shopify-Event-Id")
     topic = header_value(type_or(event, "shopify"), "shopify", "X-Shopify-Topic")
-    data = object_data(event, "shopify", "the body")
+    data = event_object(event, "shopify", "the body")
     body = compact(shopify_resource(event, topic) if data is None else data)
     headers = {
         "Content-Type": "application/json",
@@ -124,7 +124,7 @@ def sign_woocommerce(source: SourceConfig, event: EventToSign, keys: Keys) -> Si
     delivery = header_value(event.event_id, "woocommerce", "X-WC-Webhook-Delivery-ID")
     topic = header_value(type_or(event, "woocommerce"), "woocommerce", "X-WC-Webhook-Topic")
     resource, _, action = topic.partition(".")
-    data = object_data(event, "woocommerce", "the body")
+    data = event_object(event, "woocommerce", "the body")
     # WordPress's wp_json_encode: PHP's escapes (`\/`, `\u00e9`), as the bytes are signed.
     body = php_json(woocommerce_resource(event, resource) if data is None else data)
     headers = {

@@ -1,38 +1,28 @@
 """Signers of the schemes whose id is a header they sign with the timestamp and the body:
-Standard Webhooks (`{id}.{timestamp}.{body}`) and Twitch EventSub (`{id}{timestamp}{body}`).
+Standard Webhooks (`{id}.{timestamp}.{body}`, signed from its verifier's recipe, as
+`recipe_signing.py` signs every recipe) and Twitch EventSub (`{id}{timestamp}{body}`).
 What `event.data` replaces for each: the table in `header_hmac`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from app.providers.recipe import decode_secret
-from app.providers.recipe_spec import SecretEncoding
+from app.providers import standard
 from app.settings import SourceConfig
 from workers.signing.base import (
     EventToSign,
     Keys,
     SignedRequest,
     Signer,
-    SigningError,
-    b64_hmac,
+    event_object,
+    header_value,
     hex_hmac,
     require_secret,
 )
-from workers.signing.hmac_envelope import (
-    compact,
-    header_value,
-    iso,
-    number,
-    object_data,
-    token,
-    type_or,
-    uuid_id,
-)
-
-
-def standard_signature(key: bytes, message_id: str, timestamp: int, body: bytes) -> str:
-    return "v1," + b64_hmac(key, f"{message_id}.{timestamp}.".encode() + body)
+from workers.signing.envelope import Envelope, iso
+from workers.signing.hmac_envelope import compact, number, token, type_or, uuid_id
+from workers.signing.recipe_signing import sign_with_recipe
 
 
 def twitch_signature(key: bytes, message_id: str, stamp: str, body: bytes) -> str:
@@ -43,30 +33,18 @@ def twitch_signature(key: bytes, message_id: str, stamp: str, body: bytes) -> st
 
 
 def sign_standard(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
-    require_secret(keys, source)
-    key = decode_secret(keys.secret, SecretEncoding.WHSEC)  # exactly as the verifier does
-    if not key:
-        raise SigningError(
-            f"source {source.name!r}: a Standard Webhooks secret is whsec_ followed by base64"
-        )
-    message_id = header_value(event.event_id, "standard", "webhook-id")
-    kind = type_or(event, "standard")
-    data = object_data(event, "standard", "data")
-    resource = kind.partition(".")[0] or "event"
+    event = replace(event, event_type=type_or(event, "standard"))
+    data = event_object(event, "standard", "data")
+    resource = event.event_type.partition(".")[0] or "event"
     sample = {"id": f"{resource}_" + token(event.event_id, "standard", 20), "object": resource}
     payload = {
-        "type": kind,
+        "type": event.event_type,
         "timestamp": iso(event.timestamp, f".{number(event.event_id, 'standard-us', 6)}"),
         "data": sample if data is None else data,
     }
-    body = compact(payload)
-    headers = {
-        "Content-Type": "application/json",
-        "webhook-id": message_id,
-        "webhook-timestamp": str(event.timestamp),
-        "webhook-signature": standard_signature(key, message_id, event.timestamp, body),
-    }
-    return SignedRequest(event.url, headers, body, message_id)
+    # The `webhook-*` family, as the standard names its headers.
+    recipe = standard.RECIPES[standard.FAMILIES[0]]
+    return sign_with_recipe(recipe, "standard", source, event, keys, Envelope(payload))
 
 
 # --- Twitch EventSub --------------------------------------------------------------------------
@@ -99,7 +77,7 @@ def sign_twitch(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedR
     key = require_secret(keys, source)
     message_id = header_value(event.event_id, "twitch", "Twitch-Eventsub-Message-Id")
     kind = header_value(type_or(event, "twitch"), "twitch", "Twitch-Eventsub-Subscription-Type")
-    data = object_data(event, "twitch", "event")
+    data = event_object(event, "twitch", "event")
     version, sample = twitch_event(event, kind)
     condition = {"broadcaster_user_id": TWITCH_BROADCASTER["broadcaster_user_id"]}
     if kind == "channel.follow":  # version 2 needs a moderator too

@@ -1,6 +1,7 @@
 """What the header-HMAC signers share when they build a provider's envelope: JSON written
-the way each provider writes it, sample ids derived from the event id, times, and the
-checks on `event.data`.
+the way each provider writes it, sample ids derived from the event id, and the event's
+type. Times and the checks on what goes in are every signer's (`envelope.iso`,
+`base.object_data`, `base.header_value`).
 
 Sample ids (an order number, a commit sha, a meeting UUID...) are derived from the event
 id by hashing it, never drawn at random: the same event id gives the same body, so a
@@ -14,7 +15,6 @@ import hashlib
 import json
 import string
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from workers.signing.base import EventToSign, SigningError
@@ -22,17 +22,11 @@ from workers.signing.defaults import DEFAULT_TYPE
 
 ALPHANUMERIC = string.ascii_letters + string.digits
 URL_SAFE = ALPHANUMERIC + "-_"
-JSON_NAMES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}
 
 
 def compact(value: Any) -> bytes:
     """Minified UTF-8 JSON, as most providers send it."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def pretty(value: Any) -> bytes:
-    """Two-space indented JSON: Stripe's event bodies."""
-    return json.dumps(value, indent=2, ensure_ascii=False).encode()
 
 
 def spaced(value: Any) -> bytes:
@@ -75,11 +69,6 @@ def token(event_id: str, label: str, length: int, alphabet: str = ALPHANUMERIC) 
     return "".join(out)
 
 
-def iso(timestamp: int, fraction: str = "") -> str:
-    """RFC 3339 in UTC: `2026-12-01T23:06:59Z`, or with `fraction` (`.123456`) before the Z."""
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
-
-
 def type_or(event: EventToSign, provider: str) -> str:
     """The event's type; the provider's usual one (`DEFAULT_TYPE`) when it has none."""
     return event.event_type or DEFAULT_TYPE[provider]
@@ -93,23 +82,3 @@ def constant_type(event: EventToSign, provider: str, constant: str) -> None:
             f"{provider} events have no type of their own: the receiver dispatches every "
             f"one as {constant!r}, not {event.event_type!r}"
         )
-
-
-def object_data(event: EventToSign, provider: str, what: str) -> dict[str, Any] | None:
-    """`event.data` where the envelope needs a JSON object (None: keep the sample)."""
-    if event.data is None or isinstance(event.data, dict):
-        return event.data
-    given = JSON_NAMES.get(type(event.data), "a number")
-    raise SigningError(
-        f"{provider}: the event data replaces {what} and must be a JSON object, not {given}"
-    )
-
-
-def header_value(value: str, provider: str, header: str, *, secret: bool = False) -> str:
-    """A value the provider sends in a header (an event id, a type, a token): HTTP carries
-    only printable ASCII there, and the receiver refuses an empty one. A secret's value is
-    never repeated in the message."""
-    if not value or not value.isascii() or not value.isprintable():
-        given = "the secret given" if secret else repr(value)
-        raise SigningError(f"{provider} sends {header} in a header: printable ASCII, not {given}")
-    return value

@@ -40,20 +40,14 @@ from workers.signing.base import (
     Signer,
     SigningError,
     b64_hmac,
+    header_value,
     hex_hmac,
+    object_data,
     own_id,
     require_secret,
 )
 from workers.signing.braintree_xml import sign_braintree
-from workers.signing.envelope import (
-    SAMPLE_TIME,
-    derived,
-    derived_number,
-    dumps,
-    header_value,
-    iso,
-    object_data,
-)
+from workers.signing.envelope import SAMPLE_TIME, derived, derived_number, dumps, iso
 
 JSON = {"Content-Type": "application/json"}
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -96,7 +90,7 @@ def sign_twilio(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedR
         "I-Twilio-Idempotency-Token": token,
         "X-Home-Region": "us1",
     }
-    return SignedRequest(event.url, headers, urlencode(pairs).encode(), event.event_id)
+    return SignedRequest(event.url, headers, urlencode(pairs).encode(), token)
 
 
 # --- HubSpot -----------------------------------------------------------------------------

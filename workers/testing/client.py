@@ -25,7 +25,8 @@ from rq.job import Job
 
 from app.settings import Settings
 from workers.event import Event
-from workers.registry import HandlerRun, Registered
+from workers.registry import Registered
+from workers.runtime.attempt import HandlerRun
 from workers.runtime.deliver import watching
 from workers.runtime.run import build_worker
 from workers.testing.outcome import Outcome, outcome_of

@@ -1,7 +1,7 @@
 """`deliver(event)`: the registered handlers run in this process as the worker runs them.
 
 The selection and order (`registry.handlers_for`: the type's handlers, then the `"*"`
-ones), the version guard and the run itself (`registry.run_handlers`) are the worker's own
+ones), the version guard and the run itself (`attempt.run_handlers`) are the worker's own
 code. The guard keeps its entity versions in a store of the test's: a fakeredis server,
 which runs the guard's real Lua script, so a test that delivers version 2 and then
 version 1 sees the second stale. Its owner is the event's job id, as in the worker: the
@@ -18,8 +18,8 @@ from redis import Redis
 from app.keys import Keys, job_id_for
 from app.settings import Settings
 from workers.event import Event
-from workers.registry import HandlerRun, registry, run_handlers
-from workers.runtime.attempt import attempt_failure
+from workers.registry import registry
+from workers.runtime.attempt import HandlerRun, attempt_failure, run_handlers
 from workers.testing.outcome import Outcome, outcome_of
 from workers.versions import JobContext, current
 

@@ -27,7 +27,7 @@ from app.intake import new_job
 from app.keyfetch import KeyFetcher
 from app.providers import Delivery, Inbound, verifier_for
 from app.settings import Settings, SourceConfig
-from workers.dev.devkeys import signing_pem
+from workers.dev.keypair import signing_pem
 from workers.event import Event
 from workers.runtime.job_event import event_of
 from workers.signing import PRIVATE_KEY_PROVIDERS, SIGNERS, EventToSign, Keys, SignedRequest

@@ -1,7 +1,7 @@
 """What `deliver(event)` (and the `receiver`'s `run_jobs()`) returns: how the event's
 attempt ended, and each matching handler's turn, named by its function name.
 
-It is made of what `registry.run_handlers` reports while it runs the handlers, and of what
+It is made of what `attempt.run_handlers` reports while it runs the handlers, and of what
 the worker's job would raise (`attempt.attempt_failure`), the worker's own code, so it says
 what the worker did, not what a copy of it would do.
 """
@@ -14,8 +14,8 @@ from enum import StrEnum
 
 from app.turns import HandlerState
 from workers.event import Event
-from workers.registry import HandlerFunc, HandlerRun, Registered
-from workers.runtime.attempt import failure_ends_event
+from workers.registry import HandlerFunc, Registered
+from workers.runtime.attempt import HandlerRun, failure_ends_event
 
 __all__ = ["HandlerResult", "HandlerState", "Outcome", "Status", "outcome_of"]
 

@@ -25,7 +25,7 @@ from redis import Redis
 
 from app.main import create_app
 from app.settings import ConfigError, Settings
-from workers.dev.devkeys import DevKey
+from workers.dev.keypair import DevKey
 from workers.dev.keyserver import start_key_server
 from workers.event import Event
 from workers.registry import registry

@@ -26,8 +26,9 @@ from app.providers.recipe_spec import Recipe
 from app.settings import ConfigError, Settings
 from app.settings_checks import one_line
 from app.sources import LEGACY_SOURCE, PER_SOURCE_PREFIXES, env_suffix
-from workers.dev.devkeys import ASYMMETRIC, DEV_TOPIC, SERVED, DevKey, throwaway_key
+from workers.dev.devkeys import ASYMMETRIC, DEV_TOPIC, SERVED
 from workers.dev.devsecrets import RECIPE_FORM, SECRET_FORM, source_secret_makers, sources_of
+from workers.dev.keypair import DevKey, throwaway_key
 
 Serve = Callable[[Sequence[DevKey]], str]
 
