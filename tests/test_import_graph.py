@@ -32,6 +32,21 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def names_imported(node: ast.AST, module: str, is_package: bool) -> set[str]:
+    """What one statement of `module` imports (relative imports resolved): each module
+    named, and each name taken from one (which may be a module)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".")
+        anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
+
+
 def imported(name: str, path: Path, known: set[str]) -> set[str]:
     """The modules of `known` that `name` imports, anywhere in its body."""
     is_package = path.name == "__init__.py"
@@ -42,16 +57,7 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
             if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
                 visit(node.orelse)
                 continue
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = name.split(".")
-                    anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                    base = ".".join([*anchor, *([node.module] if node.module else [])])
-                found.add(base)
-                found.update(f"{base}.{alias.name}" for alias in node.names)
+            found.update(names_imported(node, name, is_package))
             for field in ("body", "orelse", "finalbody", "handlers"):
                 children = getattr(node, field, None)
                 if isinstance(children, list):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.test_import_graph import ROOT
+from tests.test_import_graph import ROOT, names_imported
 
 PACKAGES = ("app", "workers", "pytest_webhook_receiver")
 MAX_LINES = 300
@@ -78,16 +78,7 @@ def imports_of(module: str, path: Path) -> set[str]:
     is_package = path.name == "__init__.py"
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = module.split(".")
-                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+        found.update(names_imported(node, module, is_package))
     return found
 
 
