@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from redis import Redis
+from redis.client import Pipeline
 from rq.job import Job, JobStatus
 
 from app.keys import job_id_for
@@ -110,3 +111,29 @@ def test_a_job_another_worker_settled_first_is_not_settled_again(
     assert Job.fetch(JOB_ID, connection=redis).get_status() == JobStatus.STARTED
     assert redis.hget("webhook:stats:inbound", "retried") is None
     assert "job settled by another worker; not settled again" in capfd.readouterr().err
+
+
+def test_a_reply_out_of_turn_drops_the_connection_and_the_batch_is_settled_once(
+    ran: tuple[WebhookWorker, Batch], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen after a cut link: WATCH read a reply left on its connection, and ZMSCORE read
+    WATCH's OK; the worker's teardown died on a ValueError (exit 1). As then, ZMSCORE's first
+    reply here is the OK."""
+    worker, batch = ran
+    real = Pipeline.zmscore
+    replies: list[object] = [b"OK"]
+    dropped: list[object] = []
+
+    def zmscore(self: Pipeline, *args: Any) -> Any:
+        if replies:
+            dropped.append(self.connection._sock)  # type: ignore[union-attr]
+            return replies.pop()
+        return real(self, *args)
+
+    monkeypatch.setattr(Pipeline, "zmscore", zmscore)
+    assert settle_batch(worker, batch) == batch.entries
+    job = Job.fetch(JOB_ID, connection=redis)
+    assert (job.get_status(), job.retries_left) == (JobStatus.QUEUED, 1)
+    assert redis.hget("webhook:stats:inbound", "retried") == b"1"
+    # The socket that answered out of turn was closed, never handed out again.
+    assert [sock.fileno() for sock in dropped] == [-1]  # type: ignore[attr-defined]

@@ -84,8 +84,8 @@ def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
     for _ in range(ATTEMPTS):
         with worker.connection.pipeline() as pipe:
             try:
-                pipe.watch(*[e.job.key for e in entries])  # type: ignore[no-untyped-call]
-                held = still_held(pipe, batch, entries)
+                watched = pipe.watch(*[e.job.key for e in entries])  # type: ignore[no-untyped-call]
+                held = still_held(pipe, batch, entries, watched)
                 pipe.multi()
                 logged = queue_settlement(pipe, worker, batch, held)
                 pipe.execute()
@@ -93,6 +93,15 @@ def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
             except WatchError:
                 for entry, state in zip(entries, states, strict=True):
                     state.restore(entry.job)
+            except OutOfTurn:
+                # Seen once after a cut link (a connection reset mid-reply): WATCH read a
+                # reply left on the connection, ZMSCORE read WATCH's. The connection is
+                # dropped, never reused, and the settlement tried on a fresh one.
+                if pipe.connection is not None:
+                    pipe.connection.disconnect()  # type: ignore[no-untyped-call]
+                for entry, state in zip(entries, states, strict=True):
+                    state.restore(entry.job)
+                logger.warning("redis answered out of turn: settling again on a new connection")
             except LINK_ERRORS:
                 # The worker tries again once Redis answers: from the jobs as they ended,
                 # not as this attempt left them (a retry's budget taken once, not twice).
@@ -119,10 +128,17 @@ def settle_batch(worker: RQWorker, batch: Batch) -> list[Entry]:
     return held
 
 
-def still_held(pipe: Pipeline, batch: Batch, entries: list[Entry]) -> list[Entry]:
-    """The entries whose execution is still in the started registry: nobody settled them."""
+class OutOfTurn(Exception):
+    """A reply that does not answer the command sent: the connection is out of step."""
+
+
+def still_held(pipe: Pipeline, batch: Batch, entries: list[Entry], watched: Any) -> list[Entry]:
+    """The entries whose execution is still in the started registry: nobody settled them.
+    `watched` is WATCH's reply, which must have been OK."""
     members = [e.execution.composite_key for e in entries]  # type: ignore[union-attr]
     scores = pipe.zmscore(batch.started.key, members)
+    if watched is not True or not isinstance(scores, list) or len(scores) != len(members):
+        raise OutOfTurn(f"WATCH answered {type(watched).__name__}, ZMSCORE {type(scores).__name__}")
     return [entry for entry, score in zip(entries, scores, strict=True) if score is not None]
 
 
