@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 from fastapi.testclient import TestClient
 from redis import Redis
-from rq import Queue
+from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 
@@ -170,6 +170,24 @@ def drain(settings: Settings, redis: Redis) -> WebhookWorker:
     worker = build_worker(settings, connection=redis)
     worker.work(burst=True, logging_level="WARNING")
     return worker  # type: ignore[return-value]
+
+
+def drain_with_rqs_worker(queue: Queue) -> None:
+    """Run RQ's own worker (not ours) until the queue is empty."""
+    RQsWorker([queue], connection=queue.connection).work(burst=True, logging_level="WARNING")
+
+
+class RQsWorker(SimpleWorker):
+    """RQ's SimpleWorker, whose stop does not wait for its listener's next message: under
+    redis-py 8.2, RQ's `unsubscribe` joins a listener that may have gone back to a 60 s
+    wait, which made two tests take a minute now and then. Our worker ends the listener
+    the same way (`workers/runtime/stopping.py`)."""
+
+    def unsubscribe(self) -> None:
+        thread = getattr(self, "pubsub_thread", None)
+        if thread is not None:
+            thread._running.clear()
+        super().unsubscribe()
 
 
 @pytest.fixture

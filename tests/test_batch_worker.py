@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.exceptions import StopRequested
 from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry
@@ -19,7 +19,7 @@ from rq.worker import WorkerStatus
 
 from app.keys import job_id_for
 from app.settings import Settings
-from tests.conftest import Harness, drain
+from tests.conftest import Harness, drain, drain_with_rqs_worker
 from tests.processes import RedisProxy, Stack, effects, send, wait_until
 from workers import Event, handler
 from workers.dev.redis_server import RedisServer
@@ -94,7 +94,7 @@ def run_through(make_harness: Callable[..., Harness], redis: Redis) -> Callable[
         harness.event(EVENTS[-1], "order.broken")
         if worker == "rq":
             queue = Queue("webhooks", connection=redis)
-            SimpleWorker([queue], connection=redis).work(burst=True, logging_level="WARNING")
+            drain_with_rqs_worker(queue)
         else:
             drain(harness.settings, redis)
         return shape(redis, EVENTS)

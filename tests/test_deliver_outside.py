@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import pytest
 from redis import Redis
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.job import Job
 
 from app.jobstate import EventCall
 from app.keys import job_id_for
-from tests.conftest import Harness
+from tests.conftest import Harness, drain_with_rqs_worker
 from workers import Event, handler
 from workers.registry import handler_name
 from workers.runtime.deliver import deliver
@@ -38,7 +38,7 @@ def test_under_rqs_own_worker_a_handlers_success_is_written_before_the_next_runs
     harness.event("r0")
     queue = Queue("webhooks", connection=redis)
 
-    SimpleWorker([queue], connection=redis).work(burst=True, logging_level="WARNING")
+    drain_with_rqs_worker(queue)
 
     assert seen == [{handler_name(first): "done"}]
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import failed
 from tests.ha.harness import Cluster
 
 
@@ -24,8 +25,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def make_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
-    """Starts a primary, replicas and sentinels (see `Cluster`); stops them all."""
+def make_cluster(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[..., Cluster]]:
+    """Starts a primary, replicas and sentinels (see `Cluster`); stops them all. When the
+    test failed, prints every server's and sentinel's log first: a failover that did not
+    happen is read there (elections, +sdown, replicas refused)."""
     clusters: list[Cluster] = []
 
     def make(**options: Any) -> Cluster:
@@ -34,5 +39,8 @@ def make_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
         return cluster.start()
 
     yield make
+    if failed(request):
+        for cluster in clusters:
+            print(cluster.logs())
     for cluster in clusters:
         cluster.stop()

@@ -267,8 +267,11 @@ class Cluster:
         for link in self.links:
             link.close()
 
-    def wait_promotion(self, timeout: float = 30) -> RedisServer:
-        """The replica that every sentinel now names as the primary."""
+    def wait_promotion(self, timeout: float = 60) -> RedisServer:
+        """The replica that every sentinel now names as the primary. A split vote is tried
+        again only after twice the failover timeout (10 s), so a few split votes on a
+        loaded machine take tens of seconds: a 30 s wait once ran out in CI. A failed test
+        prints the sentinels' logs, where an election is read."""
         old = self.primary_port
 
         def promoted() -> bool:
@@ -295,6 +298,14 @@ class Cluster:
     def thaw(self, node: RedisServer) -> None:
         assert node.process is not None
         node.process.send_signal(signal.SIGCONT)
+
+    def logs(self, lines: int = 80) -> str:
+        """The last lines of every server's and sentinel's log, for a failed test."""
+        parts = []
+        for log in sorted(self.directory.glob("*/*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {log.relative_to(self.directory)} ---\n" + "\n".join(tail))
+        return "\n".join(parts)
 
     def stop(self) -> None:
         for node in self.nodes:
