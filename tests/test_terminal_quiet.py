@@ -62,7 +62,8 @@ def _session(root: Path, terminal: Terminal) -> str:
         assert httpx.get(stack.dashboard + path, auth=auth, timeout=10).status_code == 200
 
     # The quiet spell: until the worker's maintenance has provably run three times more
-    # (twice after the first: 20 s at least, as WEBHOOK_MAINTENANCE_INTERVAL is 10). Each run
+    # (twice after the first: 4 s at least, as WEBHOOK_MAINTENANCE_INTERVAL is 2 here, not
+    # the 10 that would make the test wait 20 s for the same three runs). Each run
     # takes RQ's group-cleaning lock (a SET), which Redis announces on the key's channel.
     redis = Redis.from_url(stack.redis_url)
     redis.config_set("notify-keyspace-events", "K$")
@@ -99,7 +100,11 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> str:
         start: Callable[..., Terminal] = next(fixture)
         root = _checkout(tmp_path)
         try:
-            _SESSION.append(_session(root, start(root, WEBHOOK_MAX_RETRIES="1")))
+            _SESSION.append(
+                _session(
+                    root, start(root, WEBHOOK_MAX_RETRIES="1", WEBHOOK_MAINTENANCE_INTERVAL="2")
+                )
+            )
         finally:
             next(fixture, None)
     return _SESSION[0]
