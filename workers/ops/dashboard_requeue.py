@@ -33,11 +33,14 @@ class DashboardRequeue:
         return DeadLetters(self.settings, self.connection())
 
     def one(self, job_id: str) -> tuple[Response, int] | None:
-        """rq-dashboard's requeue of one job; None for a job of another queue (or none)."""
+        """rq-dashboard's requeue of one job; None for a job of another queue."""
         try:
             job = Job.fetch(job_id, connection=self.connection())
         except NoSuchJobError:
-            return None  # rq-dashboard answers this itself
+            # rq-dashboard's own requeue raises there: a 500 for a job purged in another tab.
+            return Response(
+                "no such job (purged or expired meanwhile)\n", 404, mimetype="text/plain"
+            ), 0
         if job.origin != self.settings.webhook_queue:
             return None
         if not self._store().requeue(job_id, by=BY):
