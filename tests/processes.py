@@ -64,6 +64,11 @@ class Process:
         try:
             return self.popen.wait(timeout)
         except subprocess.TimeoutExpired:
+            # A process that hangs at its stop says where first: SIGABRT makes Python's
+            # faulthandler (PYTHONFAULTHANDLER, set by `start`) print every thread's stack.
+            self.signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self.popen.wait(3)
             self.signal(signal.SIGKILL)
             return self.popen.wait()
 
@@ -71,7 +76,7 @@ class Process:
 def start(name: str, env: dict[str, str], log_dir: Path, extra_args: str = "") -> Process:
     """Run one Procfile line as honcho would: through a shell, in its own process group."""
     command = f"{procfile()[name]} {extra_args}".strip()
-    full_env = {**os.environ, **env}
+    full_env = {**os.environ, "PYTHONFAULTHANDLER": "1", **env}
     full_env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), full_env["PATH"]])
     log = log_dir / f"{name}-{env.get('PORT', '0')}.log"
     with log.open("wb") as out:
