@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from pydantic import SecretStr
 
 from app.settings import ConfigError, Settings
+from app.settings_checks import is_credential_option
 
 MARKER = "[redacted]"
 # Per-source variables whose values are secrets (verify tokens are shared secrets too),
@@ -47,14 +48,31 @@ def configured_secrets(settings: Settings) -> list[str]:
         found += settings.redis_target.secrets
     except (ConfigError, ValueError):
         pass  # a configuration that does not load has no command to print anything
-    for url in (settings.redis_url, settings.stripe_api_base, settings.github_api_base):
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            continue
-        if password:
-            found += [password, unquote(password)]
+    endpoints = [v for k, v in settings.otel.items() if k.endswith("_ENDPOINT")]
+    for url in (settings.redis_url, settings.stripe_api_base, settings.github_api_base, *endpoints):
+        found += url_credentials(url)
     return found
+
+
+def url_credentials(url: str) -> list[str]:
+    """A URL's password, and its query options that carry a credential (a collector's
+    `?api-key=` or `?access_token=`, a client key's `?ssl_password=`), written and decoded."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    found = [password, unquote(password)] if password else []
+    for name, value in parse_qsl(parts.query, keep_blank_values=False):
+        if is_credential_option(name):
+            found.append(value)
+            found += _raw_values(parts.query, name)
+    return found
+
+
+def _raw_values(query: str, name: str) -> list[str]:
+    """The option's values as the URL writes them (percent-encoded), beside parse_qsl's."""
+    return [v for k, _, v in (p.partition("=") for p in query.split("&")) if unquote(k) == name]
 
 
 class Redactor:

@@ -37,3 +37,28 @@ def test_every_secret_field_of_the_settings_is_known_without_listing_it(
 ) -> None:
     settings = make_settings(stripe_api_key="sk_a", github_token="ghp_b")
     assert {"sk_a", "ghp_b", "dashboard-password"} <= set(configured_secrets(settings))
+
+
+def test_a_credential_in_a_collectors_endpoint_url_is_redacted_in_free_text(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """A collector's token in OTEL_EXPORTER_OTLP_*ENDPOINT's query (`?api-key=`), as vendors
+    document it: `config check` masks it; what Sentry or a replay quotes must not show it."""
+    settings = make_settings(
+        otel={
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://c.example/v1/traces?api-key=k3y-t0ken-9"
+            "&region=eu&access_token=second-t0ken",
+        }
+    )
+    redact = Redactor.of(settings)
+    text = "POST https://c.example/v1/traces?api-key=k3y-t0ken-9 refused: k3y-t0ken-9"
+    assert "k3y-t0ken-9" not in redact(text)
+    assert "second-t0ken" not in redact("token second-t0ken")
+    assert redact("region eu") == "region eu"  # not a credential
+
+
+def test_the_passphrase_of_redis_urls_client_key_is_redacted(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(redis_url="rediss://127.0.0.1:1/0?ssl_password=k3y%2Fp4ss")
+    assert {"k3y/p4ss", "k3y%2Fp4ss"} <= set(configured_secrets(settings))
