@@ -114,6 +114,20 @@ def test_the_datas_own_id_is_the_event_id_and_another_id_is_refused_naming_both(
     assert queued(redis) == [("inbound", "evt_p1")]
 
 
+def test_the_datas_own_type_is_sent_when_no_type_is_given_and_another_is_refused(
+    web: Process, configured: None, redis: Redis
+) -> None:
+    data = '{"type": "invoice.paid", "data": {"total": 5}}'  # hmac: --data is the whole body
+    sent = webhooks("send", "inbound", "--data", data, "--id", "evt_t1", "--url", web.url)
+    assert sent.exit_code == 0, sent.output
+    [job] = Queue("webhooks", connection=redis).get_jobs()
+    assert json.loads(job.args[3])["type"] == "invoice.paid"
+    other = webhooks("send", "inbound", "order.created", "--data", data, "--url", web.url)
+    assert other.exit_code == 1
+    assert "the data has its own type, 'invoice.paid'" in one_line(other.stderr)
+    assert queued(redis) == [("inbound", "evt_t1")]
+
+
 def test_an_id_with_outer_spaces_is_reported_as_the_receiver_answers_it(
     redis_server: RedisServer,
     redis: Redis,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib
+import json
 import re
 import time
 from collections.abc import Callable
@@ -720,3 +721,20 @@ def test_a_gitlab_token_that_cannot_be_a_header_is_refused_without_repeating_it(
     with pytest.raises(SigningError, match="X-Gitlab-Token") as raised:
         sign("gitlab", "jeton-secret-de-l'équipe", "evt_1", "Push Hook")
     assert "équipe" not in str(raised.value)
+
+
+def test_hmac_keeps_the_datas_own_type_when_no_type_is_given() -> None:
+    request = sign("hmac", "s" * 32, "evt_t1", "", data={"type": "invoice.paid", "total": 5})
+    body = json.loads(request.body)
+    assert (body["type"], body["total"]) == ("invoice.paid", 5)
+
+
+def test_hmac_refuses_a_type_given_that_differs_from_the_datas_own_naming_both() -> None:
+    with pytest.raises(SigningError) as refused:
+        sign("hmac", "s" * 32, "evt_t2", "order.created", data={"type": "invoice.paid"})
+    assert str(refused.value) == (
+        "hmac: the data has its own type, 'invoice.paid', and the type given is "
+        "'order.created': give the same type, or none"
+    )
+    same = sign("hmac", "s" * 32, "evt_t3", "invoice.paid", data={"type": "invoice.paid"})
+    assert json.loads(same.body)["type"] == "invoice.paid"

@@ -91,6 +91,17 @@ def test_the_hmac_refusal_in_full(webhook_event):
     )
 
 
+def test_the_hmac_payloads_own_type_is_the_events_and_another_is_refused(webhook_event):
+    event = webhook_event("inbound", payload={"type": "invoice.paid", "total": 5})
+    assert (event.type, json.loads(event.raw)["type"]) == ("invoice.paid", "invoice.paid")
+    assert webhook_event("inbound", "invoice.paid", {"type": "invoice.paid"}).type == (
+        "invoice.paid"
+    )
+    with pytest.raises(SigningError) as refused:
+        webhook_event("inbound", "order.created", {"type": "invoice.paid"})
+    assert "the data has its own type, 'invoice.paid'" in str(refused.value)
+
+
 # source, type, payload, where the body holds the payload: the event id is elsewhere
 # (Stripe's envelope `id`, GitHub's X-GitHub-Delivery, X-Shopify-Event-Id, webhook-id).
 ELSEWHERE = [
@@ -119,7 +130,7 @@ def test_where_the_event_id_is_not_the_payloads_its_id_is_data_left_as_given(
 def test_webhook_event_keeps_a_payloads_own_id(pytester: pytest.Pytester) -> None:
     user_project(pytester, ENV, test_own_id=OWN_ID_TESTS)
     result = run(pytester)
-    result.assert_outcomes(passed=7 + 7 + 1 + 4)
+    result.assert_outcomes(passed=7 + 7 + 1 + 1 + 4)
 
 
 STRIPE_SECRET, GITHUB_SECRET = "whsec_" + "s" * 32, "g" * 32

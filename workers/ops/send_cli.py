@@ -85,6 +85,7 @@ def send(
         url=_endpoint(url, config.name),
         data=given,
         id_given=bool(event_id),
+        type_given=bool(event_type),
     )
     keys = Keys(secret or _first_secret(config), _private_key(config))
     try:

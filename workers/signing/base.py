@@ -43,6 +43,7 @@ class EventToSign:
     data: Any = None
     timestamp: int = field(default_factory=lambda: int(time.time()))
     id_given: bool = True
+    type_given: bool = True  # False: event_type is the provider's default, filled in
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +91,21 @@ def own_id(event: EventToSign, value: object, provider: str, where: str) -> str 
             f"{event.event_id!r}: give the same id, or none"
         )
     return text
+
+
+def own_type(event: EventToSign, value: object, provider: str) -> str | None:
+    """The type `event.data` carries itself (`value`), as `own_id` reads its id: None when it
+    has none, else the data's own, which a type given must equal (never rewritten)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise SigningError(f"{provider}: the data's type must be a string, not {value!r}")
+    if event.type_given and event.event_type and event.event_type != value:
+        raise SigningError(
+            f"{provider}: the data has its own type, {value!r}, and the type given is "
+            f"{event.event_type!r}: give the same type, or none"
+        )
+    return value
 
 
 JSON_NAMES = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}

@@ -63,6 +63,7 @@ from workers.signing.base import (
     event_object,
     hex_hmac,
     own_id,
+    own_type,
     require_secret,
 )
 from workers.signing.hmac_envelope import compact, number, type_or
@@ -77,16 +78,16 @@ def hmac_signature(key: bytes, body: bytes) -> str:
 
 def sign_hmac(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
     """`{"id", "type", "created", ...data}`; `created` is checked for freshness. The data's
-    own `id`, when it has one, is the event id and stays as given."""
+    own `id` and `type`, when it has them, are the event's and stay as given."""
     key = require_secret(keys, source)
-    kind = type_or(event, "hmac")
     data = event_object(event, "hmac", "the body (under id and type)")
     if data is None:
         order = f"ord_{number(event.event_id, 'hmac-order', 6)}"
         data = {"data": {"order_id": order, "total": "49.99", "currency": "USD"}}
     own = own_id(event, data.get("id"), "hmac", "id")
+    kind = own_type(event, data.get("type"), "hmac") or type_or(event, "hmac")
     payload = {"id": event.event_id, "type": kind, "created": event.timestamp, **data}
-    payload["type"] = kind
+    payload["type"] = kind  # over a `"type": null` too
     if own is None:
         payload["id"] = event.event_id  # over an `"id": null` too
     body = compact(payload)

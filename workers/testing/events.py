@@ -96,6 +96,7 @@ def sign(
         data=payload,
         timestamp=int(time.time()) if timestamp is None else timestamp,
         id_given=bool(id),
+        type_given=bool(type),
     )
     if secret is None:
         secret = config.secrets[0].get_secret_value() if config.secrets else ""
