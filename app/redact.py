@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from pydantic import SecretStr
 
 from app.settings import ConfigError, Settings
-from app.settings_checks import is_credential_option
+from app.settings_checks import credential_spans
 
 MARKER = "[redacted]"
 # Per-source variables whose values are secrets (verify tokens are shared secrets too),
@@ -55,24 +55,17 @@ def configured_secrets(settings: Settings) -> list[str]:
 
 
 def url_credentials(url: str) -> list[str]:
-    """A URL's password, and its query options that carry a credential (a collector's
-    `?api-key=` or `?access_token=`, a client key's `?ssl_password=`), written and decoded."""
+    """A URL's password, and the values of its query options that carry a credential (a
+    collector's `?api-key=` or `?access_token=`, a client key's `?ssl_password=`), taken
+    as `config check` masks them (`credential_spans`), written and decoded."""
     try:
-        parts = urlsplit(url)
-        password = parts.password
+        password = urlsplit(url).password
     except ValueError:
-        return []
+        password = None
     found = [password, unquote(password)] if password else []
-    for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if is_credential_option(name):
-            found.append(value)
-            found += _raw_values(parts.query, name)
+    for start, end in credential_spans(url):
+        found += [url[start:end], unquote(url[start:end])]
     return found
-
-
-def _raw_values(query: str, name: str) -> list[str]:
-    """The option's values as the URL writes them (percent-encoded), beside parse_qsl's."""
-    return [v for k, _, v in (p.partition("=") for p in query.split("&")) if unquote(k) == name]
 
 
 class Redactor:

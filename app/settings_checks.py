@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from pydantic import ValidationError
 
@@ -85,6 +86,23 @@ def is_secret(name: str) -> bool:
 def is_credential_option(name: str) -> bool:
     """A URL query option (`api-key` in `?api-key=...`) whose value is a credential."""
     return re.sub(r"[-_.\s]", "", name.lower()).endswith(CREDENTIAL_OPTIONS)
+
+
+_QUERY_OPTION = re.compile(r"[?&;](?P<name>[^=&;?#/]*)=")
+
+
+def credential_spans(text: str) -> list[tuple[int, int]]:
+    """Where each credential option's value is in `text` (a URL, or text holding one): up to
+    the next `&`, past a `;` or a `#` too, which may be part of it. What `config check`
+    masks and what the redactor blanks, one rule for both."""
+    spans, at = [], 0
+    while (option := _QUERY_OPTION.search(text, at)) is not None:
+        at = option.end()
+        if is_credential_option(unquote(option["name"])):
+            end = text.find("&", at)
+            spans.append((at, len(text) if end < 0 else end))
+            at = spans[-1][1]
+    return spans
 
 
 def one_line(error: ValidationError) -> str:

@@ -62,3 +62,13 @@ def test_the_passphrase_of_redis_urls_client_key_is_redacted(
 ) -> None:
     settings = make_settings(redis_url="rediss://127.0.0.1:1/0?ssl_password=k3y%2Fp4ss")
     assert {"k3y/p4ss", "k3y%2Fp4ss"} <= set(configured_secrets(settings))
+
+
+def test_a_collectors_token_holding_a_hash_or_semicolon_is_redacted_whole(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """`config check` masks such a value to the next `&` (a `#` or `;` may be part of it):
+    the redactor takes the same value, not what a URL parser would cut at the `#`."""
+    endpoint = "https://c.example/v1/traces?api-key=k3y;p4rt#s3cond&region=eu"
+    redact = Redactor.of(make_settings(otel={"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}))
+    assert redact("sent k3y;p4rt#s3cond") == f"sent {MARKER}"

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from dotenv import dotenv_values
 
 from app.settings import Settings
-from app.settings_checks import is_credential_option, is_secret
+from app.settings_checks import credential_spans, is_secret
 from app.sources import (
     KEYLESS,
     LEGACY_SOURCE,
@@ -37,9 +36,8 @@ NOT_SET = "(not set)"
 # user:password@ in any scheme://, up to the last @ before the host (as redis-py and urlparse
 # read it: a password may hold @), and a credential given as a query option (redis-py reads
 # ?password= and, for a TLS key, ?ssl_password=; collectors take ?api-key=, signed URLs
-# &sig=...): which names are credentials is `is_credential_option`'s.
+# &sig=...): where their values are is `app.settings_checks.credential_spans`'s.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#]*)@")
-_QUERY_OPTION = re.compile(r"[?&;](?P<name>[^=&;?#/]*)=")
 
 
 class Origin(StrEnum):
@@ -71,16 +69,12 @@ def mask_url(text: str) -> str:
 
 
 def _mask_options(text: str) -> str:
-    """Each credential option's value masked up to the next `&`: past a `;` or a `#` too,
-    which may be part of it (a reader sees the option is there, not what it holds)."""
+    """Each credential option's value masked (`credential_spans`): a reader sees the option
+    is there, not what it holds."""
     kept, at = [], 0
-    while (option := _QUERY_OPTION.search(text, at)) is not None:
-        kept.append(text[at : option.end()])
-        at = option.end()
-        if is_credential_option(unquote(option["name"])):
-            end = text.find("&", at)
-            at = len(text) if end < 0 else end
-            kept.append(MASK)
+    for start, end in credential_spans(text):
+        kept += [text[at:start], MASK]
+        at = end
     return "".join(kept) + text[at:]
 
 
