@@ -31,6 +31,7 @@ from workers.dev.redis_server import RedisServer
 from workers.ops.cli import main
 from workers.registry import registry
 from workers.runtime.run import build_worker
+from workers.runtime.stopping import end_listener
 from workers.runtime.worker import WebhookWorker
 
 # tests/testing/ runs user-style test modules through pytest itself, with the plugin.
@@ -184,9 +185,7 @@ class RQsWorker(SimpleWorker):
     the same way (`workers/runtime/stopping.py`)."""
 
     def unsubscribe(self) -> None:
-        thread = getattr(self, "pubsub_thread", None)
-        if thread is not None:
-            thread._running.clear()
+        end_listener(self)
         super().unsubscribe()
 
 

@@ -1,6 +1,7 @@
 """rq-dashboard's requeue buttons beside the webhook queue (`workers/ops/dashboard_requeue.py`):
-a dead letter requeued meanwhile is not queued twice, and the other queues' jobs stay
-rq-dashboard's. Through Flask's test client against a real Redis."""
+a dead letter requeued meanwhile is not queued twice, the other queues' jobs stay
+rq-dashboard's, and an id that names no job (gone, or hostile markup RQ will not read) is a
+404, never a 500, for Requeue and Delete. Through Flask's test client against a real Redis."""
 
 from __future__ import annotations
 
@@ -74,8 +75,21 @@ def test_requeue_all_of_another_queue_is_rq_dashboards_own_and_leaves_the_dead_l
 
 
 def test_a_requeue_of_a_job_that_no_longer_exists_is_a_404_not_a_500(site: Site) -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    answer = site.client.post(f"/job/{hostile}/requeue", auth=AUTH, headers=ORIGIN)
+    assert answer.status_code == 404, answer.status_code
+    assert hostile not in answer.get_data(as_text=True)  # the id is not echoed
+    assert answer.mimetype == "text/plain"
+
     answer = site.client.post("/job/no-such-job/requeue", auth=AUTH, headers=ORIGIN)
 
     assert answer.status_code == 404, answer.status_code
     assert "no such job" in answer.get_data(as_text=True)
     assert queued(site.harness.redis, "webhooks", "no-such-job") == 0
+
+
+def test_a_delete_of_an_id_rq_cannot_read_is_a_404_not_a_500(site: Site) -> None:
+    hostile = "<img src=x onerror=alert(1)>"
+    answer = site.client.post(f"/job/{hostile}/delete", auth=AUTH, headers=ORIGIN)
+    assert answer.status_code == 404, answer.status_code
+    assert hostile not in answer.get_data(as_text=True)

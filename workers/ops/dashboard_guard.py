@@ -173,6 +173,8 @@ class ActionGuard:
             job = Job.fetch(job_id, connection=self.connection())
         except NoSuchJobError:
             return None  # rq-dashboard answers this itself
+        except ValueError:  # an id RQ refuses to read: rq-dashboard's own delete raised (500)
+            return _refuse(404, "no such job")
         status = job.get_status() if job.origin == self.queue_name else None
         if status in DEAD_STATUSES and _deletes():
             return self._purge_one(job_id)

@@ -36,8 +36,9 @@ class DashboardRequeue:
         """rq-dashboard's requeue of one job; None for a job of another queue."""
         try:
             job = Job.fetch(job_id, connection=self.connection())
-        except NoSuchJobError:
-            # rq-dashboard's own requeue raises there: a 500 for a job purged in another tab.
+        except (NoSuchJobError, ValueError):
+            # rq-dashboard's own requeue raises there: a 500 for a job purged in another tab,
+            # or an id RQ refuses to read (ValueError: not letters, digits, `_` and `-`).
             return Response(
                 "no such job (purged or expired meanwhile)\n", 404, mimetype="text/plain"
             ), 0

@@ -55,9 +55,13 @@ class StoppingWorker(MaintainedWorker):
         super().unsubscribe()  # type: ignore[no-untyped-call]
 
     def stop_listening(self) -> None:
-        """Ends RQ's command listener (a thread) at its next message, without waiting for it.
-        `_running` is redis-py's PubSubWorkerThread internal (8.0-8.2, docs/internals.md),
-        pinned by tests/test_worker_unsubscribe.py."""
-        thread = getattr(self, "pubsub_thread", None)
-        if thread is not None:
-            thread._running.clear()
+        end_listener(self)
+
+
+def end_listener(worker: object) -> None:
+    """Ends an RQ worker's command listener (a thread) at its next message, without waiting
+    for it. `_running` is redis-py's PubSubWorkerThread internal (8.0-8.2,
+    docs/internals.md), pinned by tests/test_worker_unsubscribe.py."""
+    thread = getattr(worker, "pubsub_thread", None)
+    if thread is not None:
+        thread._running.clear()
