@@ -125,11 +125,18 @@ class EnqueueKeys:
     # The ledger record to mark queued again; its own key when there is none to mark.
     event_key: str
     # Where a replay looks for the job still alive (RQ's names; see `EnqueueArgs.replay`).
-    # Unused, and left empty, for a job id of its own (log-only mode).
-    intermediate_key: str = ""  # taken by a worker, not yet started
-    started_key: str = ""  # the started registry (members `<job id>:<execution id>`)
-    scheduled_key: str = ""  # waiting for a retry
-    executions_key: str = ""  # the job's executions
+    # Not read for a job id of its own (log-only mode): `without_replay` fills them with the job's
+    # key, since a cluster refuses a script whose keys span slots (an empty name is slot 0).
+    intermediate_key: str  # taken by a worker, not yet started
+    started_key: str  # the started registry (members `<job id>:<execution id>`)
+    scheduled_key: str  # waiting for a retry
+    executions_key: str  # the job's executions
+
+    @classmethod
+    def without_replay(
+        cls, job_key: str, queue_key: str, queues_key: str, event_key: str
+    ) -> EnqueueKeys:
+        return cls(job_key, queue_key, queues_key, event_key, *[job_key] * 4)
 
 
 @dataclass(frozen=True, slots=True)

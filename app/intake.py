@@ -27,10 +27,11 @@ from app.batching import ScriptBatcher
 from app.claim import ENQUEUE, ClaimArgs, ClaimKeys, EnqueueArgs, EnqueueKeys, call, claim_script
 from app.jobhash import JobHash
 from app.jobstate import EventCall, JobMeta
-from app.keys import RQ_QUEUES_SET, Keys, job_id_for
+from app.keys import Keys, job_id_for
 from app.providers import Delivery
 from app.replication import ReplicaAcks, check_support_sync
 from app.settings import Settings, SourceConfig
+from app.shards import Shards
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@/-]")
 
@@ -68,6 +69,7 @@ def new_job(
     job_id: str | None = None,
     duplicate: bool = False,
     trace: str = "",
+    prefix: str | None = None,
 ) -> NewJob:
     """The job one verified delivery becomes, before anything is written: the pytest
     plugin's `webhook_event` builds its `Event` from this too, so it is the receiver's."""
@@ -80,7 +82,8 @@ def new_job(
         event_id=delivery.event_id,
         type=delivery.event_type,
         received_at=received_at,
-        prefix=settings.webhook_key_prefix,
+        # The worker settles the event under this prefix: on a cluster, its shard's.
+        prefix=prefix or settings.webhook_key_prefix,
         ledger_ttl=settings.webhook_ledger_ttl,
         payload_format=delivery.payload_format,
         duplicate=duplicate,
@@ -96,9 +99,10 @@ def new_job(
 class Intake:
     """Turns a verified delivery into the scripts' calls that queue it, at most once per id."""
 
-    def __init__(self, settings: Settings, connection: Any) -> None:
+    def __init__(self, settings: Settings, connection: Any, shards: Shards | None = None) -> None:
         self.settings = settings
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+        self.shards = shards
         self.job_hash = JobHash(
             settings.webhook_queue,
             settings.webhook_job_timeout,
@@ -118,8 +122,19 @@ class Intake:
         job_id: str | None = None,
         duplicate: bool = False,
         trace: str = "",
+        keys: Keys | None = None,
     ) -> NewJob:
-        return new_job(self.settings, source, delivery, raw, received_at, job_id, duplicate, trace)
+        prefix = None if keys is None else keys.prefix
+        return new_job(
+            self.settings, source, delivery, raw, received_at, job_id, duplicate, trace, prefix
+        )
+
+    def keys_of(self, source: str, event_id: str | None) -> Keys:
+        """One event's keys: on a cluster, its shard's (`app/shards.py`); `event_id` None
+        for a source whose id is unsigned, whose events all go to the source's shard."""
+        if self.shards is None:
+            return self.keys
+        return self.keys.sharded(self.shards.tag(self.shards.of(source, event_id)))
 
     def claim_call(
         self,
@@ -133,21 +148,20 @@ class Intake:
         """The job id, keys and arguments of the claim script for one delivery;
         `signed_digest` (the signed bytes' digest) dedupes a source whose id is unsigned;
         `trace`, the receiver's span the job's attempts belong to (tracing on)."""
-        job = self.new_job(source, delivery, raw, received_at, trace=trace)
-        seen_key = self.keys.seen(source.name, delivery.event_id)
+        at = self.keys_of(source.name, None if signed_digest else delivery.event_id)
+        job = self.new_job(source, delivery, raw, received_at, trace=trace, keys=at)
+        seen_key = at.seen(source.name, delivery.event_id)
         stamp, data, description, meta = self.job_hash.per_event(
             job.call.args(), job.meta.to_meta(), job.description
         )
         keys = ClaimKeys(
             seen_key=seen_key,
-            job_key=self.keys.job(job.job_id),
-            queue_key=self.keys.queue,
-            queues_key=RQ_QUEUES_SET,
-            event_key=self.keys.event(source.name, delivery.event_id),
-            events_key=self.keys.events,
-            signed_key=(
-                self.keys.seen_signed(source.name, signed_digest) if signed_digest else seen_key
-            ),
+            job_key=at.job(job.job_id),
+            queue_key=at.queue,
+            queues_key=at.queues,
+            event_key=at.event(source.name, delivery.event_id),
+            events_key=at.events,
+            signed_key=at.seen_signed(source.name, signed_digest) if signed_digest else seen_key,
         )
         args = ClaimArgs(
             dedupe_ttl=source.dedupe_ttl,
@@ -166,32 +180,46 @@ class Intake:
         )
         return (job.job_id, *call(keys, args))
 
-    def enqueue_call(self, job: NewJob) -> tuple[list[str], list[Any]]:
+    def enqueue_call(self, job: NewJob, at: Keys | None = None) -> tuple[list[str], list[Any]]:
         """Keys and arguments of the ENQUEUE script: the job under an id of its own,
-        unconditionally (a replay, which may be refused, builds its own: `ops/replay.py`)."""
+        unconditionally (a replay, which may be refused, builds its own: `ops/replay.py`);
+        `at`, the event's keys (on a cluster, its shard's)."""
+        at = at or self.keys
         fields = self.job_hash.fields(job.call.args(), job.meta.to_meta(), job.description)
-        keys = EnqueueKeys(
-            job_key=self.keys.job(job.job_id),
-            queue_key=self.keys.queue,
-            queues_key=RQ_QUEUES_SET,
-            event_key=self.keys.event(job.call.source, job.call.event_id),
+        keys = EnqueueKeys.without_replay(
+            job_key=at.job(job.job_id),
+            queue_key=at.queue,
+            queues_key=at.queues,
+            event_key=at.event(job.call.source, job.call.event_id),
         )
         keys_list, args = call(keys, EnqueueArgs(job.job_id, replay=0))
         return keys_list, [*args, *fields]
 
     def duplicate_call(
-        self, source: SourceConfig, delivery: Delivery, raw: bytes, received_at: float
+        self,
+        source: SourceConfig,
+        delivery: Delivery,
+        raw: bytes,
+        received_at: float,
+        by_bytes: bool = False,
     ) -> tuple[str, list[str], list[Any]]:
+        """The log-only path's extra job, in the shard its claim went to (`by_bytes`: the
+        claim deduped on the signed bytes too)."""
+        at = self.keys_of(source.name, None if by_bytes else delivery.event_id)
         job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
-        job = self.new_job(source, delivery, raw, received_at, job_id=job_id, duplicate=True)
-        return (job_id, *self.enqueue_call(job))
+        job = self.new_job(
+            source, delivery, raw, received_at, job_id=job_id, duplicate=True, keys=at
+        )
+        return (job_id, *self.enqueue_call(job, at))
 
 
 class AsyncIntake(Intake):
     """The receiver's side: one round trip per delivery on the asyncio client."""
 
-    def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
-        super().__init__(settings, redis)
+    def __init__(
+        self, settings: Settings, redis: aioredis.Redis, shards: Shards | None = None
+    ) -> None:
+        super().__init__(settings, redis, shards)
         self.redis = redis
         self.claim = ScriptBatcher(redis, self.claim_lua, self.acks)
         self.enqueue_script = redis.register_script(ENQUEUE)
@@ -216,7 +244,9 @@ class AsyncIntake(Intake):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":
             return Claim(accepted=False, job_id=job_id)
-        dup_id, keys, args = self.duplicate_call(source, delivery, raw, received_at)
+        dup_id, keys, args = self.duplicate_call(
+            source, delivery, raw, received_at, by_bytes=signed_digest is not None
+        )
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.01)
         async with asyncio.timeout(left):
             await self.enqueue(keys, args)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+# RQ's own prefix (its RQ_KEY_PREFIX) on one Redis. On a cluster each shard's RQ keys are
+# under `<shard tag>:rq` (`Keys.sharded`), and a worker process serves one such prefix.
+RQ_PREFIX = "rq"
 RQ_QUEUES_SET = "rq:queues"
 # RQ's prefixes of keys named after a run of a job: `rq:execution:<job id>:<execution id>`
 # (a hash, its `worker_name` field naming the worker), and `rq:worker:<name>:executions`.
@@ -32,6 +35,25 @@ def job_id_for(source: str, event_id: str) -> str:
 class Keys:
     prefix: str
     queue_name: str
+    rq: str = RQ_PREFIX  # RQ's key prefix
+
+    def sharded(self, tag: str) -> Keys:
+        """The keys of one shard of a cluster (`app/shards.py`): ours and RQ's, each starting
+        with the shard's hash tag, so that one event's keys are in one slot."""
+        return Keys(f"{tag}:{self.prefix}", self.queue_name, f"{tag}:{RQ_PREFIX}")
+
+    @property
+    def queues(self) -> str:
+        """RQ's set of its queues' keys."""
+        return f"{self.rq}:queues"
+
+    @property
+    def execution_prefix(self) -> str:
+        return f"{self.rq}:execution:"
+
+    @property
+    def worker_prefix(self) -> str:
+        return f"{self.rq}:worker:"
 
     def seen(self, source: str, event_id: str) -> str:
         return f"{self.prefix}:seen:{source}:{event_id}"
@@ -86,50 +108,45 @@ class Keys:
 
     @property
     def scheduled(self) -> str:
-        return f"rq:scheduled:{self.queue_name}"
+        return f"{self.rq}:scheduled:{self.queue_name}"
 
     @property
     def failed(self) -> str:
-        return f"rq:failed:{self.queue_name}"
+        return f"{self.rq}:failed:{self.queue_name}"
 
     @property
     def queue(self) -> str:
-        return f"rq:queue:{self.queue_name}"
+        return f"{self.rq}:queue:{self.queue_name}"
 
     @property
     def workers(self) -> str:
         """RQ's set of the keys of the workers registered on the queue."""
-        return f"rq:workers:{self.queue_name}"
+        return f"{self.rq}:workers:{self.queue_name}"
 
     @property
     def scheduler_lock(self) -> str:
         """Held (with a 61 s expiry, refreshed every second) by the queue's live scheduler."""
-        return f"rq:scheduler-lock:{self.queue_name}"
+        return f"{self.rq}:scheduler-lock:{self.queue_name}"
 
     @property
     def started(self) -> str:
         """RQ's started registry (members `<job id>:<execution id>`)."""
-        return f"rq:wip:{self.queue_name}"
+        return f"{self.rq}:wip:{self.queue_name}"
 
-    @staticmethod
-    def job(job_id: str) -> str:
-        return f"rq:job:{job_id}"
+    def job(self, job_id: str) -> str:
+        return f"{self.rq}:job:{job_id}"
 
-    @staticmethod
-    def results(job_id: str) -> str:
+    def results(self, job_id: str) -> str:
         """RQ's results of one job (a stream)."""
-        return f"rq:results:{job_id}"
+        return f"{self.rq}:results:{job_id}"
 
-    @staticmethod
-    def executions(job_id: str) -> str:
+    def executions(self, job_id: str) -> str:
         """RQ's executions of one job (a sorted set of execution ids)."""
-        return f"rq:executions:{job_id}"
+        return f"{self.rq}:executions:{job_id}"
 
-    @staticmethod
-    def dependents(job_id: str) -> str:
-        return f"rq:job:{job_id}:dependents"
+    def dependents(self, job_id: str) -> str:
+        return f"{self.rq}:job:{job_id}:dependents"
 
-    @staticmethod
-    def dependencies(job_id: str) -> str:
+    def dependencies(self, job_id: str) -> str:
         """RQ's name, with its two colons."""
-        return f"rq:job::{job_id}:dependencies"
+        return f"{self.rq}:job::{job_id}:dependencies"

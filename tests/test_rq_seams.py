@@ -5,6 +5,9 @@ its test."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
@@ -69,6 +72,68 @@ def test_the_keys_metrics_read_for_workers_and_the_scheduler_are_rqs_own(redis: 
     assert not redis.hexists(worker.key, "death")
     worker.register_death()
     assert redis.smembers(keys.workers) == set() and redis.hexists(worker.key, "death")
+
+
+# RQ's names of the keys `Keys` reproduces, printed by a process whose RQ_KEY_PREFIX is set
+# (RQ reads it once, at import).
+_RQS_NAMES = """
+import json
+from rq import Queue
+from rq.executions import WORKER_EXECUTIONS_KEY_TEMPLATE, Execution, ExecutionRegistry
+from rq.job import Job
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.results import Result
+from rq.scheduler import RQScheduler
+from rq.worker_registration import WORKERS_BY_QUEUE_KEY
+from redis import Redis
+
+redis = Redis()  # never connected: only names are asked for
+queue = Queue("webhooks", connection=redis)
+job = Job("j1", connection=redis)
+execution = Execution("x1", "j1", connection=redis, worker_name="w1")
+print(json.dumps({
+    "queue": queue.key, "queues": Queue.redis_queues_keys, "job": job.key,
+    "failed": FailedJobRegistry(queue=queue).key,
+    "scheduled": ScheduledJobRegistry(queue=queue).key,
+    "started": StartedJobRegistry(queue=queue).key,
+    "results": Result.get_key("j1"), "executions": ExecutionRegistry("j1", connection=redis).key,
+    "dependents": job.dependents_key, "dependencies": job.dependencies_key,
+    "execution": execution.key, "worker_executions": WORKER_EXECUTIONS_KEY_TEMPLATE.format("w1"),
+    "workers": WORKERS_BY_QUEUE_KEY % "webhooks",
+    "scheduler_lock": RQScheduler.get_locking_key("webhooks"),
+}))
+"""
+
+
+def test_a_shards_keys_are_rqs_own_under_the_shards_rq_key_prefix() -> None:
+    """On a cluster, a worker process serves one shard: RQ_KEY_PREFIX `<tag>:rq`
+    (`app/shards.py`), whose names the claim script must write."""
+    from app.shards import shard_tag
+
+    tag = shard_tag(7, 16)
+    keys = Keys("webhook", "webhooks").sharded(tag)
+    env = {**os.environ, "RQ_KEY_PREFIX": keys.rq}
+    printed = subprocess.run(
+        [sys.executable, "-c", _RQS_NAMES], env=env, capture_output=True, text=True, check=True
+    )
+    rqs = json.loads(printed.stdout)
+    assert rqs == {
+        "queue": keys.queue,
+        "queues": keys.queues,
+        "job": keys.job("j1"),
+        "failed": keys.failed,
+        "scheduled": keys.scheduled,
+        "started": keys.started,
+        "results": keys.results("j1"),
+        "executions": keys.executions("j1"),
+        "dependents": keys.dependents("j1"),
+        "dependencies": keys.dependencies("j1"),
+        "execution": keys.execution_prefix + "j1:x1",
+        "worker_executions": keys.worker_prefix + "w1:executions",
+        "workers": keys.workers,
+        "scheduler_lock": keys.scheduler_lock,
+    }
+    assert all(name.startswith(tag + ":") for name in rqs.values())
 
 
 @pytest.mark.parametrize("function", sorted(JOB_FUNCTIONS))
