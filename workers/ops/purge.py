@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from redis import Redis
 
 from app.claim import call, script_prologue
-from app.keys import RQ_EXECUTION_PREFIX, RQ_WORKER_PREFIX, Keys
+from app.keys import Keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,5 +91,7 @@ class Purge:
             dependencies_key=self.keys.dependencies(job_id),
             results_key=self.keys.results(job_id),
         )
-        names, args = call(keys, PurgeArgs(job_id, RQ_EXECUTION_PREFIX, RQ_WORKER_PREFIX))
+        names, args = call(
+            keys, PurgeArgs(job_id, self.keys.execution_prefix, self.keys.worker_prefix)
+        )
         return bool(self.script(keys=names, args=args))

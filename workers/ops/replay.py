@@ -22,7 +22,7 @@ from rq.executions import ExecutionRegistry
 from app.claim import EnqueueArgs, EnqueueKeys, call
 from app.intake import NewJob, SyncIntake
 from app.jobstate import EventStatus
-from app.keys import RQ_QUEUES_SET, Keys
+from app.keys import Keys
 from app.providers.base import Delivery
 from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
@@ -202,7 +202,7 @@ class LedgerReplay:
         keys = EnqueueKeys(
             job_key=self.keys.job(job.job_id),
             queue_key=self.queue.key,
-            queues_key=RQ_QUEUES_SET,
+            queues_key=self.keys.queues,
             event_key=self.keys.event(job.call.source, job.call.event_id),
             intermediate_key=self.queue.intermediate_queue_key,
             started_key=self.queue.started_job_registry.key,
