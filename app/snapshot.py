@@ -26,12 +26,13 @@ from app.keys import Keys
 from app.type_stats import read_counts
 
 # KEYS: queue, scheduled registry, failed registry, the queue's workers set, the scheduler
-# lock, then each source's outcome hash and its by-type hash. ARGV: now (Unix seconds).
+# lock, then each source's outcome hash and its by-type hash. ARGV: now (Unix seconds),
+# RQ's job key prefix (`rq:job:`; a shard's on a cluster).
 SNAPSHOT = """
 local head = redis.call('LINDEX', KEYS[1], 0)
 local enqueued = ''
 if head then
-  enqueued = redis.call('HGET', 'rq:job:' .. head, 'enqueued_at') or ''
+  enqueued = redis.call('HGET', ARGV[2] .. head, 'enqueued_at') or ''
 end
 local live = 0
 for _, worker in ipairs(redis.call('SMEMBERS', KEYS[4])) do
@@ -82,7 +83,7 @@ async def read_snapshot(
     for name in names:
         script_keys += [keys.stats(name), keys.type_stats(name)]
     now = time.time()
-    found = await redis.eval(SNAPSHOT, len(script_keys), *script_keys, repr(now))
+    found = await redis.eval(SNAPSHOT, len(script_keys), *script_keys, repr(now), keys.job(""))
     queued, scheduled, due, dead, enqueued, workers, scheduler, *hashes = found
     age = 0.0
     if enqueued:

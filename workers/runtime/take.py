@@ -19,18 +19,22 @@ from rq.utils import current_timestamp, now, utcformat
 from app.logs import logger
 from workers.runtime.batch import Batch, Entry
 
+# RQ's, which follows the process's RQ_KEY_PREFIX.
+JOB_PREFIX = Job.redis_job_namespace_prefix
+
 # Moves up to ARGV[1] job ids from the queue to RQ's intermediate queue, as RQ's own
 # dequeue does one at a time (LMOVE queue intermediate LEFT RIGHT), and returns each id
 # with its job hash: no second round trip to fetch them. Last comes Redis's `TIME`, the
 # clock the batch's expiries and retry times are computed from (`clock.py`); a script may
 # call it before writing since Redis 5 (scripts replicate their effects, not themselves).
+# ARGV[2] is RQ's job key prefix: `rq:job:`, or a shard's under its RQ_KEY_PREFIX.
 TAKE = """
 local taken = {}
 for i = 1, tonumber(ARGV[1]) do
   local id = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
   if not id then break end
   taken[#taken + 1] = id
-  taken[#taken + 1] = redis.call('HGETALL', 'rq:job:' .. id)
+  taken[#taken + 1] = redis.call('HGETALL', ARGV[2] .. id)
 end
 taken[#taken + 1] = redis.call('TIME')
 return taken
@@ -40,7 +44,7 @@ return taken
 def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batch | None:
     """Up to `limit` jobs, without waiting when there are any; else wait up to `block`
     seconds for one (None: do not wait). A lone event is never held back for a batch."""
-    found = connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit)
+    found = connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit, JOB_PREFIX)
     reading = found.pop()
     if not found and block:
         first = connection.blmove(queue.key, queue.intermediate_queue_key, block, "LEFT", "RIGHT")
@@ -49,7 +53,9 @@ def take(connection: Redis, queue: Queue, limit: int, block: int | None) -> Batc
         first_id = first.decode() if isinstance(first, bytes) else str(first)
         fields = connection.hgetall(Job.key_for(first_id))
         found = [first, [item for pair in fields.items() for item in pair]]
-        found += connection.eval(TAKE, 2, queue.key, queue.intermediate_queue_key, limit - 1)
+        found += connection.eval(
+            TAKE, 2, queue.key, queue.intermediate_queue_key, limit - 1, JOB_PREFIX
+        )
         reading = found.pop()
     if not found:
         return None
