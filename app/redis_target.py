@@ -95,7 +95,7 @@ def parse_target(
             "or rediss+sentinel://"
         )
     tls = scheme.startswith("rediss")
-    options = _options(parts.query, tls)
+    options = url_options(parts.query, tls)
     node: dict[str, Any] = {k: v for k, v in options.items() if k != "db"}
     if parts.username:
         node["username"] = unquote(parts.username)
@@ -103,7 +103,7 @@ def parse_target(
         node["password"] = unquote(parts.password)
     if tls:
         node["ssl"] = True
-    hosts = _hosts(parts.netloc)
+    hosts = url_hosts(parts.netloc)
     path = unquote(parts.path)
     sentinel_kwargs = _sentinel_kwargs(node, tls, sentinel_username, sentinel_password)
     if scheme.endswith("+sentinel"):
@@ -114,7 +114,7 @@ def parse_target(
         name, _, db_part = path.strip("/").partition("/")
         db = _db(db_part or str(options.get("db", "0")))
         return RedisTarget(
-            sentinels=tuple(_address(h, SENTINEL_PORT, "REDIS_URL") for h in hosts),
+            sentinels=tuple(parse_address(h, SENTINEL_PORT, "REDIS_URL") for h in hosts),
             master=name or master,
             tls=tls,
             db=db,
@@ -125,7 +125,9 @@ def parse_target(
     if sentinels:
         if scheme == "unix":
             raise ConfigError("REDIS_SENTINELS needs a redis:// or rediss:// REDIS_URL")
-        addresses = tuple(_address(s.strip(), SENTINEL_PORT, "REDIS_SENTINELS") for s in sentinels)
+        addresses = tuple(
+            parse_address(s.strip(), SENTINEL_PORT, "REDIS_SENTINELS") for s in sentinels
+        )
         return RedisTarget(
             sentinels=addresses,
             master=master,
@@ -143,7 +145,7 @@ def parse_target(
             "REDIS_URL names several hosts: list sentinels in REDIS_SENTINELS, or use "
             "redis+sentinel://host:port,host:port/master"
         )
-    address = _address(hosts[0] if hosts else "localhost", 6379, "REDIS_URL")
+    address = parse_address(hosts[0] if hosts else "localhost", 6379, "REDIS_URL")
     return RedisTarget(address=address, tls=tls, db=db, node={**node, "db": db})
 
 
@@ -163,12 +165,12 @@ def _split(url: str) -> SplitResult:
         ) from None
 
 
-def _hosts(netloc: str) -> list[str]:
+def url_hosts(netloc: str) -> list[str]:
     hostspec = netloc.rpartition("@")[2]
     return [h.strip() for h in hostspec.split(",") if h.strip()]
 
 
-def _address(text: str, default_port: int, variable: str) -> Address:
+def parse_address(text: str, default_port: int, variable: str) -> Address:
     if text.startswith("["):  # [::1]:6379
         host, _, rest = text[1:].partition("]")
         port_text = rest.removeprefix(":")
@@ -193,23 +195,23 @@ def _db(text: str, scheme: str = "redis") -> int:
     return int(text)
 
 
-def _options(query: str, tls: bool) -> dict[str, Any]:
+def url_options(query: str, tls: bool, variable: str = "REDIS_URL") -> dict[str, Any]:
     found: dict[str, Any] = {}
     for name, values in parse_qs(query, keep_blank_values=True).items():
         value = values[-1]
         if name not in OPTIONS:
             raise ConfigError(
-                f"REDIS_URL: unknown option {name!r} after ? (known: {', '.join(OPTIONS)})"
+                f"{variable}: unknown option {name!r} after ? (known: {', '.join(OPTIONS)})"
             )
         if name in TLS_OPTIONS and not tls:
-            raise ConfigError(f"REDIS_URL: {name} needs a rediss:// URL (TLS)")
+            raise ConfigError(f"{variable}: {name} needs a rediss:// URL (TLS)")
         if name in TLS_FILES and not Path(value).exists():
-            raise ConfigError(f"REDIS_URL: {name} {value!r} does not exist")
+            raise ConfigError(f"{variable}: {name} {value!r} does not exist")
         if name == "ssl_cert_reqs" and value not in CERT_REQS:
-            raise ConfigError(f"REDIS_URL: ssl_cert_reqs must be one of {', '.join(CERT_REQS)}")
+            raise ConfigError(f"{variable}: ssl_cert_reqs must be one of {', '.join(CERT_REQS)}")
         if name in ("db", "protocol"):
             if not value.isdigit():
-                raise ConfigError(f"REDIS_URL: {name} must be a number")
+                raise ConfigError(f"{variable}: {name} must be a number")
             found[name] = int(value)
         elif name == "ssl_check_hostname":
             found[name] = value.lower() in ("1", "true", "yes", "on")
@@ -243,5 +245,5 @@ def safe_where(url: str) -> str:
             scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*(?=://)", url.strip())
             return f"? (a {scheme.group() if scheme else '?'}:// URL that does not parse)"
         # Only the hosts: a mangled URL may carry its password anywhere else.
-        hosts = ",".join(_hosts(parts.netloc)) or "?"
+        hosts = ",".join(url_hosts(parts.netloc)) or "?"
         return f"{hosts} (a {parts.scheme or '?'}:// URL that does not parse)"
