@@ -21,7 +21,7 @@ from typing import Any
 import redis.asyncio as aioredis
 import redis.asyncio.connection as aioconnection
 from redis import Redis
-from redis.connection import Connection
+from redis.connection import Connection, SSLConnection
 from redis.exceptions import (
     AskError,
     ClusterDownError,
@@ -189,3 +189,11 @@ class AsyncShardConnection(aioconnection.Connection):
             self.slot_map.forget()
             await self.disconnect()
             raise ConnectionError(f"slot {self.slot} is moving: {exc}") from exc
+
+
+class ShardSSLConnection(ShardConnection, SSLConnection):
+    pass
+
+
+class AsyncShardSSLConnection(AsyncShardConnection, aioconnection.SSLConnection):
+    pass

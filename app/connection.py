@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis import Redis
+from redis import ConnectionPool, Redis
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.asyncio.sentinel import Sentinel as AsyncSentinel
 from redis.backoff import ExponentialBackoff
@@ -24,8 +24,23 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 from redis.utils import SENTINEL
 
-from app.redis_target import RedisTarget
-from app.settings import Settings
+from app.cluster import (
+    AsyncShardConnection,
+    AsyncShardSSLConnection,
+    ShardConnection,
+    ShardSSLConnection,
+    SlotMap,
+)
+from app.cluster_target import ClusterTarget
+from app.redis_target import Address, RedisTarget
+from app.settings import ConfigError, Settings
+from app.shards import Shards
+
+# On a cluster, the receiver and `webhooks worker` run; the rest comes with issue 40.
+NO_SHARD = (
+    "REDIS_CLUSTER_NODES: on a cluster, only the receiver and `webhooks worker` run so far; "
+    "the dashboard and the other `webhooks` commands do not yet"
+)
 
 # A sentinel that does not answer within this is skipped for the next one.
 SENTINEL_TIMEOUT = 1.0
@@ -109,6 +124,10 @@ class FollowingSSLConnection(FollowingConnection, SSLConnection):
 
 
 def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
+    if settings.cluster_target is not None:
+        if settings.shard is None:
+            raise ConfigError(NO_SHARD)
+        return shard_client(settings, settings.shard, timeouts)
     target = settings.redis_target
     options = _options(timeouts, Retry)
     if not target.sentinels:
@@ -141,3 +160,53 @@ def async_client(settings: Settings, timeouts: Timeouts = RECEIVER) -> aioredis.
         target.master, redis_class=aioredis.Redis, **target.node, **options
     )
     return client
+
+
+# One slot map per process and cluster: every shard's connections share what it learns.
+_SLOT_MAPS: dict[tuple[Address, ...], SlotMap] = {}
+
+
+def slot_map(target: ClusterTarget) -> SlotMap:
+    if target.seeds not in _SLOT_MAPS:
+        _SLOT_MAPS[target.seeds] = SlotMap(target.seeds, target.node)
+    return _SLOT_MAPS[target.seeds]
+
+
+def _pool_node(target: ClusterTarget) -> dict[str, Any]:
+    # `ssl` is how a client picks its connection class; a pool is given the class itself.
+    return {k: v for k, v in target.node.items() if k != "ssl"}
+
+
+def shard_client(settings: Settings, shard: int, timeouts: Timeouts = WORKER) -> Redis:
+    """A client of one shard of the cluster: its connections go to the primary that owns
+    the shard's slot, wherever that is when they connect (`app/cluster.py`)."""
+    target = settings.cluster_target
+    assert target is not None, "shard_client needs REDIS_CLUSTER_NODES"
+    connection_class = ShardSSLConnection if target.tls else ShardConnection
+    pool = ConnectionPool(
+        connection_class=connection_class,
+        slot_map=slot_map(target),
+        slot=Shards(settings.webhook_shards).slot(shard),
+        **_pool_node(target),
+        **_options(timeouts, Retry),
+    )
+    return Redis(connection_pool=pool)
+
+
+def async_shard_clients(settings: Settings, timeouts: Timeouts = RECEIVER) -> list[aioredis.Redis]:
+    """A client per shard of the cluster, for the receiver."""
+    target = settings.cluster_target
+    assert target is not None, "async_shard_clients needs REDIS_CLUSTER_NODES"
+    connection_class = AsyncShardSSLConnection if target.tls else AsyncShardConnection
+    shards = Shards(settings.webhook_shards)
+    clients = []
+    for shard in shards:
+        pool = aioredis.ConnectionPool(
+            connection_class=connection_class,
+            slot_map=slot_map(target),
+            slot=shards.slot(shard),
+            **_pool_node(target),
+            **_options(timeouts, AsyncRetry),
+        )
+        clients.append(aioredis.Redis(connection_pool=pool))
+    return clients

@@ -14,7 +14,6 @@ pipeline), the log-only path's extra job, and the `webhooks replay` command's cl
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,21 +24,13 @@ from redis import Redis
 
 from app.batching import ScriptBatcher
 from app.claim import ENQUEUE, ClaimArgs, ClaimKeys, EnqueueArgs, EnqueueKeys, call, claim_script
+from app.event_job import NewJob, new_job
 from app.jobhash import JobHash
-from app.jobstate import EventCall, JobMeta
 from app.keys import Keys, job_id_for
 from app.providers import Delivery
 from app.replication import ReplicaAcks, check_support_sync
 from app.settings import Settings, SourceConfig
 from app.shards import Shards
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:@/-]")
-
-
-def safe_label(value: str, limit: int = 80) -> str:
-    """Text for RQ's job description: short, and nothing a page could take for markup."""
-    cleaned = _UNSAFE.sub("?", value)
-    return cleaned if len(cleaned) <= limit else cleaned[: limit - 1] + "~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,52 +41,6 @@ class Claim:
     duplicate_job_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    """One event's job, before it is written: its id, the call and the meta."""
-
-    job_id: str
-    call: EventCall
-    meta: JobMeta
-    description: str
-
-
-def new_job(
-    settings: Settings,
-    source: SourceConfig,
-    delivery: Delivery,
-    raw: bytes,
-    received_at: float,
-    job_id: str | None = None,
-    duplicate: bool = False,
-    trace: str = "",
-    prefix: str | None = None,
-) -> NewJob:
-    """The job one verified delivery becomes, before anything is written: the pytest
-    plugin's `webhook_event` builds its `Event` from this too, so it is the receiver's."""
-    description = (
-        f"{source.name} {safe_label(delivery.event_type or '(untyped)')} "
-        f"{safe_label(delivery.event_id)}" + (" (duplicate, log-only)" if duplicate else "")
-    )
-    meta = JobMeta(
-        source=source.name,
-        event_id=delivery.event_id,
-        type=delivery.event_type,
-        received_at=received_at,
-        # The worker settles the event under this prefix: on a cluster, its shard's.
-        prefix=prefix or settings.webhook_key_prefix,
-        ledger_ttl=settings.webhook_ledger_ttl,
-        payload_format=delivery.payload_format,
-        duplicate=duplicate,
-        budget=settings.webhook_max_retries,
-        trace=trace,
-    )
-    call = EventCall(
-        source.name, delivery.event_id, delivery.event_type, raw, delivery.headers, received_at
-    )
-    return NewJob(job_id or job_id_for(source.name, delivery.event_id), call, meta, description)
-
-
 class Intake:
     """Turns a verified delivery into the scripts' calls that queue it, at most once per id."""
 
@@ -103,6 +48,7 @@ class Intake:
         self.settings = settings
         self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
         self.shards = shards
+        self.shard_keys = [self.keys.sharded(t) for t in shards.tags] if shards else [self.keys]
         self.job_hash = JobHash(
             settings.webhook_queue,
             settings.webhook_job_timeout,
@@ -134,7 +80,10 @@ class Intake:
         for a source whose id is unsigned, whose events all go to the source's shard."""
         if self.shards is None:
             return self.keys
-        return self.keys.sharded(self.shards.tag(self.shards.of(source, event_id)))
+        return self.shard_keys[self.shards.of(source, event_id)]
+
+    def keys_at(self, shard: int) -> Keys:
+        return self.shard_keys[shard]
 
     def claim_call(
         self,
@@ -214,15 +163,27 @@ class Intake:
 
 
 class AsyncIntake(Intake):
-    """The receiver's side: one round trip per delivery on the asyncio client."""
+    """The receiver's side: one round trip per delivery on the asyncio client. On a
+    cluster, `clients` holds one client per shard (`app/cluster.py`): an event's claim, its
+    batch's pipeline and the replicas' wait go to its shard's primary."""
 
     def __init__(
-        self, settings: Settings, redis: aioredis.Redis, shards: Shards | None = None
+        self,
+        settings: Settings,
+        redis: aioredis.Redis,
+        shards: Shards | None = None,
+        clients: list[aioredis.Redis] | None = None,
     ) -> None:
         super().__init__(settings, redis, shards)
-        self.redis = redis
-        self.claim = ScriptBatcher(redis, self.claim_lua, self.acks)
-        self.enqueue_script = redis.register_script(ENQUEUE)
+        self.clients = clients or [redis]
+        self.claims = [ScriptBatcher(c, self.claim_lua, self.acks) for c in self.clients]
+        self.enqueue_scripts = [c.register_script(ENQUEUE) for c in self.clients]
+
+    def shard_of(self, source: str, event_id: str | None) -> int:
+        """The index of the client an event's scripts go to (0 on one Redis)."""
+        if self.shards is None or len(self.clients) == 1:
+            return 0
+        return self.shards.of(source, event_id)
 
     async def claim_and_enqueue(
         self,
@@ -240,7 +201,8 @@ class AsyncIntake(Intake):
         job_id, keys, args = self.claim_call(
             source, delivery, raw, received_at, signed_digest, trace
         )
-        if await self.claim(keys, args, timeout):
+        shard = self.shard_of(source.name, None if signed_digest else delivery.event_id)
+        if await self.claims[shard](keys, args, timeout):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":
             return Claim(accepted=False, job_id=job_id)
@@ -249,15 +211,16 @@ class AsyncIntake(Intake):
         )
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.01)
         async with asyncio.timeout(left):
-            await self.enqueue(keys, args)
+            await self.enqueue(keys, args, shard)
         return Claim(accepted=False, job_id=job_id, duplicate_job_id=dup_id)
 
-    async def enqueue(self, keys: list[str], args: list[Any]) -> None:
+    async def enqueue(self, keys: list[str], args: list[Any], shard: int = 0) -> None:
+        script = self.enqueue_scripts[shard]
         if self.acks is None:
-            await self.enqueue_script(keys=keys, args=args)
+            await script(keys=keys, args=args)
             return
-        async with self.redis.pipeline(transaction=False) as pipe:
-            await self.enqueue_script(keys=keys, args=args, client=pipe)
+        async with self.clients[shard].pipeline(transaction=False) as pipe:
+            await script(keys=keys, args=args, client=pipe)
             self.acks.add_to(pipe)
             replies = await pipe.execute(raise_on_error=False)
         self.acks.check(list(replies))

@@ -19,7 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from app.connection import RECEIVER, async_client
+from app.connection import RECEIVER, async_client, async_shard_clients
 from app.durability import check_persistence, check_replication
 from app.errors import WebhookError
 from app.ingress import JSON, Ingress, rejected, respond
@@ -83,16 +83,21 @@ def create_app(
         configure_logging()
         active = settings if settings is not None else Settings.load()
         check_startup(active, Process.RECEIVER)
-        client = redis_client(active) if redis is None else redis
-        app.state.receiver = receiver = Receiver(active, client)
+        shard_clients = None
+        if redis is None and active.cluster_target is not None:
+            shard_clients = async_shard_clients(active, RECEIVER)
+        client = redis if redis is not None else (shard_clients or [redis_client(active)])[0]
+        owned = [] if redis is not None else (shard_clients or [client])
+        app.state.receiver = receiver = Receiver(active, client, shard_clients)
         if receiver.tracing is not NO_TRACING:
             instrument_routes(app, receiver.tracing)
         try:
-            await check_persistence(client, active)
-            await check_replication(client, active)
+            for checked in shard_clients or [client]:
+                await check_persistence(checked, active)
+                await check_replication(checked, active)
         except ConfigError:
-            if redis is None:
-                await client.aclose()
+            for made in owned:
+                await made.aclose()
             raise
         logger.info(
             "receiver started",
@@ -101,15 +106,15 @@ def create_app(
         if served and not guarded():
             logger.warning(UNGUARDED)
         # The Events page's picture of the last day, off the request path (app/timeline.py).
-        timeline = await start_timeline(client, active.webhook_key_prefix, active.sources)
+        timeline = await start_timeline(client, receiver.home.prefix, active.sources)
         try:
             yield
         finally:
             timeline.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timeline
-            if redis is None:
-                await client.aclose()
+            for made in owned:
+                await made.aclose()
             receiver.tracing.shutdown()
 
     # No interactive docs: the public surface is the webhook routes and the probes.

@@ -27,7 +27,8 @@ from app.providers.base import event_id_from, event_type_from
 from app.providers.json_body import parse_json_object
 from app.replication import NotReplicated
 from app.settings import Settings, SourceConfig
-from app.snapshot import PipelineSnapshot, read_snapshot
+from app.shards import Shards
+from app.snapshot import PipelineSnapshot, merged, read_snapshot
 from app.tracing import NO_SPAN, DeliverySpan, receiver_tracing
 
 # The least time a request may wait for Redis, however long its upload took.
@@ -44,7 +45,14 @@ class Answer:
 
 
 class Receiver:
-    def __init__(self, settings: Settings, redis: aioredis.Redis) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        redis: aioredis.Redis,
+        shard_clients: list[aioredis.Redis] | None = None,
+    ) -> None:
+        """`shard_clients`: on a cluster, one client per shard; `redis` is then the first
+        shard's, where this process keeps what is not an event's (the timeline)."""
         self.settings = settings
         self.redis = redis
         self.fetcher = KeyFetcher.from_settings(settings)
@@ -52,7 +60,9 @@ class Receiver:
             name: verifier_for(source, self.fetcher) for name, source in settings.sources.items()
         }
         self.public_url = settings.webhook_public_url
-        self.intake = AsyncIntake(settings, redis)
+        shards = Shards(settings.webhook_shards) if shard_clients else None
+        self.intake = AsyncIntake(settings, redis, shards, shard_clients)
+        self.home = self.intake.keys_at(0)
         self.tracing = receiver_tracing(settings.otel)
         # Each source's series, looked up once: `labels()` takes a lock and hashes its keys.
         self.series = {name: SourceSeries.of(name) for name in settings.sources}
@@ -247,7 +257,14 @@ class Receiver:
         snapshot: PipelineSnapshot | None
         try:
             async with asyncio.timeout(self.settings.webhook_ack_timeout):
-                snapshot = await read_snapshot(self.redis, self.intake.keys, self.settings.sources)
+                snapshot = merged(
+                    await asyncio.gather(
+                        *(
+                            read_snapshot(client, self.intake.keys_at(i), self.settings.sources)
+                            for i, client in enumerate(self.intake.clients)
+                        )
+                    )
+                )
         except (RedisError, TimeoutError):
             snapshot = None
         silences = {name: s.expected_silence for name, s in self.settings.sources.items()}
@@ -256,6 +273,7 @@ class Receiver:
     async def ready(self) -> bool:
         try:
             async with asyncio.timeout(self.settings.webhook_ack_timeout):
-                return bool(await self.redis.ping())
+                pings = [client.ping() for client in self.intake.clients]
+                return all(await asyncio.gather(*pings))
         except (RedisError, TimeoutError):
             return False

@@ -26,6 +26,7 @@ from redis.exceptions import (
 )
 from redis.sentinel import MasterNotFoundError
 
+from app.cluster_target import ClusterTarget
 from app.logs import logger
 from app.redis_target import RedisTarget
 
@@ -59,7 +60,7 @@ def _tls_problem(exc: BaseException) -> str | None:
     return None
 
 
-def describe(exc: BaseException, target: RedisTarget | None = None) -> str:
+def describe(exc: BaseException, target: RedisTarget | ClusterTarget | None = None) -> str:
     """One line: where, what went wrong, what to check. Passwords are scrubbed."""
     where = target.where if target is not None else "redis"
     line = f"{where}: {_what(exc)}"
@@ -118,7 +119,9 @@ class ProblemLog:
     """Logs a Redis problem when it starts or changes, and again every `repeat` seconds
     while it lasts, rather than on every retry; and once when it is over."""
 
-    def __init__(self, process: str, target: RedisTarget | None, repeat: float = 60.0) -> None:
+    def __init__(
+        self, process: str, target: RedisTarget | ClusterTarget | None, repeat: float = 60.0
+    ) -> None:
         self.process = process
         self.target = target
         self.repeat = repeat

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -23,6 +23,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from app.cluster_target import ClusterTarget, parse_cluster_nodes
 from app.providers import PROVIDERS
 from app.redis_target import RedisTarget, parse_target
 from app.settings_checks import check_loaded, one_line
@@ -57,6 +58,8 @@ def _split_csv(value: object) -> object:
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", extra="ignore", frozen=True)
+    # On a cluster, the shard a worker process serves; not a variable.
+    _shard: int | None = PrivateAttr(None)
 
     # Out of repr: it may hold a password. How it is read: `app/redis_target.py`.
     redis_url: str = Field("redis://localhost:6379/0", repr=False)
@@ -66,6 +69,11 @@ class Settings(BaseSettings):
     redis_sentinel_master: str = Field("mymaster", pattern=r"^[A-Za-z0-9_.:-]+$")
     redis_sentinel_username: str | None = None
     redis_sentinel_password: SecretStr | None = None
+    # A Redis or Valkey Cluster's seed nodes (`app/cluster_target.py`): every process then
+    # uses the cluster, and REDIS_URL is not. Out of repr: it may hold a password.
+    redis_cluster_nodes: str | None = Field(None, repr=False)
+    # The cluster's logical shards (`app/shards.py`), fixed for a deployment.
+    webhook_shards: int = Field(16, ge=1, le=1024)
     webhook_sources: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["inbound:hmac"]
     )
@@ -192,6 +200,7 @@ class Settings(BaseSettings):
         "stripe_api_key",
         "github_token",
         "redis_sentinel_password",
+        "redis_cluster_nodes",
         "sentry_dsn",
         "sentry_environment",
         "sentry_release",
@@ -264,6 +273,17 @@ class Settings(BaseSettings):
             self.redis_sentinel_username,
             password.get_secret_value() if password else None,
         )
+
+    @property
+    def shard(self) -> int | None:
+        """The shard this worker process serves (`shard_workers.for_shard`)."""
+        return self._shard
+
+    @property
+    def cluster_target(self) -> ClusterTarget | None:
+        """Where the cluster is, when REDIS_CLUSTER_NODES is set."""
+        nodes = self.redis_cluster_nodes
+        return parse_cluster_nodes(nodes) if nodes else None
 
     @cached_property
     def sources(self) -> dict[str, SourceConfig]:

@@ -144,8 +144,11 @@ def problems(settings: Settings) -> list[str]:
         )
     try:
         settings.redis_target  # noqa: B018 - parsing is the validation
+        settings.cluster_target  # noqa: B018
     except ConfigError as exc:
         found.append(str(exc))
+    if settings.redis_cluster_nodes and settings.redis_sentinels:
+        found.append("REDIS_CLUSTER_NODES and REDIS_SENTINELS: set only one")
     if (
         settings.webhook_replica_acks
         and settings.webhook_replica_ack_timeout >= settings.webhook_ack_timeout

@@ -57,6 +57,8 @@ BAD_VALUES = {
     "REDIS_SENTINELS": ("s1:26x79", "must be a number"),
     "REDIS_SENTINEL_MASTER": ("my master", "pattern"),
     "REDIS_SENTINEL_PASSWORD": ("replace-me-sentinel", "placeholder"),
+    "REDIS_CLUSTER_NODES": ("rediss://:hunter2-pass@n1:63x79,n2:6379", "must be a number"),
+    "WEBHOOK_SHARDS": ("2000", "less than or equal to 1024"),
     "WEBHOOK_REPLICA_ACKS": ("many", "valid integer"),
     "WEBHOOK_REPLICA_ACK_TIMEOUT": ("soon", "valid number"),
     "WEBHOOK_REPLICA_ACK_MODE": ("fsync", "'wait' or 'waitaof'"),

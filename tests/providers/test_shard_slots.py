@@ -46,7 +46,7 @@ def sharded_client(
     client = make_client(**config)
     receiver = client.app.app.state.receiver  # type: ignore[attr-defined]
     intake = AsyncIntake(receiver.settings, receiver.redis, SHARDS)
-    intake.claim = recorder = Recorder(intake.claim)  # type: ignore[assignment]
+    intake.claims[0] = recorder = Recorder(intake.claims[0])  # type: ignore[assignment]
     receiver.intake = intake
     return client, recorder
 
@@ -121,7 +121,7 @@ def test_a_log_only_duplicates_job_is_in_the_shard_its_claim_went_to(
     key = case.make_key("k1")
     client, claims = sharded_client(make_client, webhook_dedupe_mode="log-only", **case.config(key))
     intake = client.app.app.state.receiver.intake  # type: ignore[attr-defined]
-    intake.enqueue_script = enqueues = EnqueueRecorder(intake.enqueue_script)
+    intake.enqueue_scripts[0] = enqueues = EnqueueRecorder(intake.enqueue_scripts[0])
     signed = case.signed(key, "evt-shard.2")
     for _ in range(2):
         assert post(client, case, signed).status_code == 200

@@ -56,8 +56,12 @@ def checkout_root(start: Path | None = None) -> Path | None:
 
 
 def redis_configured(root: Path = Path()) -> str | None:
-    """Which variable names the Redis to use (Sentinel's, or one server's), if any."""
-    return next((n for n in ("REDIS_SENTINELS", "REDIS_URL") if configured(n, root)), None)
+    """Which variable names the Redis to use (a cluster's, Sentinel's, or one server's)."""
+    return next((n for n in REDIS_VARIABLES if configured(n, root)), None)
+
+
+# The variables that say where Redis is, the first one set winning.
+REDIS_VARIABLES = ("REDIS_CLUSTER_NODES", "REDIS_SENTINELS", "REDIS_URL")
 
 
 @dataclass(frozen=True, slots=True)

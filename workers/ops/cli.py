@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from workers.ops.lazy_group import Lazy, LazyGroup
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 # Each one's summary is the first sentence of its docstring (`webhooks --help` lists it).
 SUBCOMMANDS = {
@@ -60,20 +64,50 @@ def main() -> None:
     show_default=True,
     help="Where WEBHOOK_HANDLERS modules are looked for, before installed packages.",
 )
-def worker(burst: bool, paths: tuple[str, ...]) -> None:
+@click.option(
+    "--shards",
+    "shard_spec",
+    metavar="N|N-M,...",
+    help="On a cluster (REDIS_CLUSTER_NODES): the shards to serve, a process each "
+    "(default: every shard).",
+)
+def worker(burst: bool, paths: tuple[str, ...], shard_spec: str | None) -> None:
     """Run an RQ worker (with the retry scheduler) that runs the handlers."""
     from app.settings import ConfigError
     from workers.ops.common import CommandError, load_settings
-    from workers.runtime.run import run_worker
 
     # As `rq worker --path` does: handler modules next to the Procfile need no install.
     sys.path[:0] = [os.path.abspath(p) for p in paths if os.path.abspath(p) not in sys.path]
     try:
-        run_worker(load_settings(), burst=burst)
+        settings = load_settings()
+        if settings.cluster_target is not None:
+            sys.exit(run_shards(settings, burst, paths, shard_spec))
+        if shard_spec is not None:
+            raise ConfigError("--shards: shards are a cluster's (REDIS_CLUSTER_NODES is not set)")
+        from workers.runtime.run import run_worker
+
+        run_worker(settings, burst=burst)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
     except KeyboardInterrupt:
         pass
+
+
+def run_shards(settings: Settings, burst: bool, paths: tuple[str, ...], spec: str | None) -> int:
+    """One shard served here, or a process per shard under a supervisor
+    (`workers/runtime/shard_workers.py`)."""
+    from app.shards import Shards
+    from workers.runtime import shard_workers as sw
+
+    shards = Shards(settings.webhook_shards)
+    chosen = sw.parse_shards(spec, shards)
+    if len(chosen) > 1:
+        return sw.ShardSupervisor(sw.shard_commands(chosen, burst, paths), burst).run()
+    sw.claim_rq_prefix(sw.rq_prefix(shards, chosen[0]))
+    from workers.runtime.run import run_worker  # imports rq: after its prefix is set
+
+    run_worker(sw.for_shard(settings, chosen[0]), burst=burst)
+    return 0
 
 
 @main.command()

@@ -2,20 +2,25 @@
 then the checks every process makes at startup (those `make run` makes before it starts
 anything, and the dashboard's login), with every problem listed.
 
-It talks to no Redis: it is the command to run when nothing starts. Exit 0 when the checks
-pass, 1 when they do not.
+It talks to no Redis (it is the command to run when nothing starts), but on a cluster, where
+it reads the slot map from a seed node to say which primary holds which shards, when one
+answers. Exit 0 when the checks pass, 1 when they do not.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import click
 from pydantic import ValidationError
+from redis.exceptions import RedisError
 
+from app.cluster import SlotMap
+from app.redis_errors import describe
 from app.settings import Settings
 from app.settings_checks import placeholder_variables, problems, validation_problems
+from app.shards import Shards
 from app.startup_checks import startup_problems
 from workers.ops.common import cell, json_option, plural, print_table
 from workers.ops.config_sources import Provenance, SettingLine, setting_lines
@@ -42,6 +47,7 @@ class Report:
     target: Target
     settings: list[SettingLine]
     problems: list[str]
+    shards: list[str] = field(default_factory=list)  # on a cluster: the shards' owners
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -51,6 +57,7 @@ class Report:
                 {"name": s.name, "value": s.value, "from": str(s.origin)} for s in self.settings
             ],
             "problems": self.problems,
+            "shards": self.shards,
         }
 
 
@@ -74,6 +81,7 @@ def check(as_json: bool) -> None:
 
 def build_report(target: Target) -> Report:
     provenance = Provenance.read(target)
+    owners: list[str] = []
     try:
         settings = Settings(**target.overrides)
     except ValidationError as exc:
@@ -82,6 +90,7 @@ def build_report(target: Target) -> Report:
     else:
         found = problems(settings) + _startup_problems(settings)
         sources = settings.webhook_sources
+        owners = [] if found else shard_owners(settings)
     lines = setting_lines(provenance, sources)
     if target.down:
         # The default would be dialled by nothing: the command refuses it (`target.py`), and
@@ -90,7 +99,37 @@ def build_report(target: Target) -> Report:
             SettingLine(s.name, UNCONFIGURED, s.origin) if s.name == "REDIS_URL" else s
             for s in lines
         ]
-    return Report(target, lines, found)
+    return Report(target, lines, found, owners)
+
+
+def shard_owners(settings: Settings) -> list[str]:
+    """On a cluster, which primary holds which shards, as its slot map says now; or why
+    that could not be read."""
+    target = settings.cluster_target
+    if target is None:
+        return []
+    shards = Shards(settings.webhook_shards)
+    slot_map = SlotMap(target.seeds, target.node)
+    try:
+        slot_map.refresh()
+        owners = [str(slot_map.lookup(shards.slot(shard))) for shard in shards]
+    except RedisError as exc:
+        return [f"shards: their owners not read ({describe(exc, target)})"]
+    return [
+        f"shards {spans([n for n in shards if owners[n] == owner])} on {owner}"
+        for owner in sorted(set(owners))
+    ]
+
+
+def spans(numbers: list[int]) -> str:
+    """`0-3,7`: ascending numbers in runs."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and runs[-1][-1] == n - 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 def _startup_problems(settings: Settings) -> list[str]:
@@ -114,6 +153,8 @@ def _print(report: Report) -> None:
         [(s.name, s.origin, s.value) for s in report.settings],
     )
     click.echo(f"redis: {report.target.describe()}")
+    for line in report.shards:
+        click.echo(line)
     if report.target.origin == "default":
         click.echo(f"note: {NO_STACK_HINT}")
     if not report.problems:

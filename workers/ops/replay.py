@@ -20,7 +20,8 @@ from rq import Queue
 from rq.executions import ExecutionRegistry
 
 from app.claim import EnqueueArgs, EnqueueKeys, call
-from app.intake import NewJob, SyncIntake
+from app.event_job import NewJob
+from app.intake import SyncIntake
 from app.jobstate import EventStatus
 from app.keys import Keys
 from app.providers.base import Delivery

@@ -22,6 +22,7 @@ from app.settings import Settings
 from app.sources import PER_SOURCE_PREFIXES
 from workers.dev.devkeys import dev_key_env, dev_keys, key_server_url
 from workers.dev.stackfile import (
+    REDIS_VARIABLES,
     STACK_FILE,
     VAR,
     StackFile,
@@ -43,7 +44,7 @@ START_ONE = (
 class Target:
     """Settings to apply on top of the environment, and where the Redis came from."""
 
-    origin: str  # "REDIS_URL", "REDIS_SENTINELS", "stack", "stopped" or "default"
+    origin: str  # one of REDIS_VARIABLES, "stack", "stopped" or "default"
     overrides: dict[str, Any] = field(default_factory=dict)
     stack_file: Path | None = None
     stale_file: Path | None = None  # stopped: the stack file a killed stack left
@@ -52,7 +53,7 @@ class Target:
     def describe(self) -> str:
         if self.origin == "stack":
             return f"the `make run` stack of this checkout, {_relative(self.stack_file)}"
-        if self.origin in ("REDIS_URL", "REDIS_SENTINELS"):
+        if self.origin in REDIS_VARIABLES:
             return self.origin
         if self.origin == "stopped":
             return "none: the `make run` stack of this checkout is not running"
@@ -70,7 +71,7 @@ class Target:
                 "is `make run` still running? Start it with `make run`, or set "
                 "REDIS_URL=redis://HOST:PORT/DB to use another Redis"
             )
-        if self.origin in ("REDIS_URL", "REDIS_SENTINELS"):
+        if self.origin in REDIS_VARIABLES:
             return f"check {self.origin}"
         if self.origin == "stopped":
             return STOPPED.format(why=self._why_stopped())
@@ -104,7 +105,7 @@ def _stopped_here(start: Path | None) -> Path | None:
 
 def resolve_target(start: Path | None = None) -> Target:
     here = start or Path()
-    exported = next((n for n in ("REDIS_SENTINELS", "REDIS_URL") if os.environ.get(n)), None)
+    exported = next((n for n in REDIS_VARIABLES if os.environ.get(n)), None)
     if exported is not None:
         return Target(exported)
     found = find_stack(start)

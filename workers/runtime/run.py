@@ -138,7 +138,7 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
 def supervise(settings: Settings, burst: bool, spans: WorkerSpans) -> None:
     loss = RedisLoss()
     logging.getLogger("rq.worker").addFilter(loss)
-    problems = ProblemLog("worker", settings.redis_target)
+    problems = ProblemLog("worker", settings.cluster_target or settings.redis_target)
     scheduler_name = uuid.uuid4().hex
     previous: list[str] = []
     delay = 1.0

@@ -103,7 +103,9 @@ class FollowingScheduler(RQScheduler):
                 os.close(fd)
         self._install_signal_handlers()  # type: ignore[no-untyped-call]
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # one held back runs now
-        problems = ProblemLog("scheduler", self.settings.redis_target)
+        problems = ProblemLog(
+            "scheduler", self.settings.cluster_target or self.settings.redis_target
+        )
         born = False
         while not self._stop_requested:
             try:

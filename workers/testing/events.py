@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 
 from app.errors import WebhookError
-from app.intake import new_job
+from app.event_job import new_job
 from app.keyfetch import KeyFetcher
 from app.providers import Delivery, Inbound, verifier_for
 from app.settings import Settings, SourceConfig
