@@ -75,8 +75,13 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
         raise CommandError(target.hint())
     if context is not None and target is not None and not context.meta.get(_TARGET + ".said"):
         context.meta[_TARGET + ".said"] = True
-        click.echo(f"redis: {where(settings.redis_url)} ({target.describe()})", err=True)
-    connection = sync_client(settings, OPERATOR)
+        cluster = settings.cluster_target
+        place = cluster.where if cluster is not None else where(settings.redis_url)
+        click.echo(f"redis: {place} ({target.describe()})", err=True)
+    try:
+        connection = sync_client(settings, OPERATOR)
+    except ConfigError as exc:  # on a cluster, for now (`app/connection.py`)
+        raise CommandError(str(exc)) from None
     try:
         yield connection
     except RedisError as exc:

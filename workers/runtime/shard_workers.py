@@ -121,10 +121,10 @@ class ShardSupervisor:
         if code is None:
             return 0
         child.popen = None
-        if self.stopping or (self.burst and code == 0):
-            return code
+        if self.stopping:
+            return 0  # asked to stop: a stop, whatever the last run of a failing child said
         if self.burst:
-            return code or 1
+            return code if code >= 0 else 1  # killed by a signal
         ran = now - child.started
         child.delay = FIRST_DELAY if ran > 60 else min(child.delay * 2, MAX_DELAY)
         child.due = now + child.delay
