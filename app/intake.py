@@ -176,7 +176,15 @@ class AsyncIntake(Intake):
     ) -> None:
         super().__init__(settings, redis, shards)
         self.clients = clients or [redis]
-        self.claims = [ScriptBatcher(c, self.claim_lua, self.acks) for c in self.clients]
+        acks = self.acks
+        self.shard_acks = [
+            acks if acks is None or clients is None else acks.under(self.keys_at(i).prefix)
+            for i in range(len(self.clients))
+        ]
+        self.claims = [
+            ScriptBatcher(c, self.claim_lua, a)
+            for c, a in zip(self.clients, self.shard_acks, strict=True)
+        ]
         self.enqueue_scripts = [c.register_script(ENQUEUE) for c in self.clients]
 
     def shard_of(self, source: str, event_id: str | None) -> int:
@@ -215,15 +223,15 @@ class AsyncIntake(Intake):
         return Claim(accepted=False, job_id=job_id, duplicate_job_id=dup_id)
 
     async def enqueue(self, keys: list[str], args: list[Any], shard: int = 0) -> None:
-        script = self.enqueue_scripts[shard]
-        if self.acks is None:
+        script, acks = self.enqueue_scripts[shard], self.shard_acks[shard]
+        if acks is None:
             await script(keys=keys, args=args)
             return
         async with self.clients[shard].pipeline(transaction=False) as pipe:
             await script(keys=keys, args=args, client=pipe)
-            self.acks.add_to(pipe)
+            acks.add_to(pipe)
             replies = await pipe.execute(raise_on_error=False)
-        self.acks.check(list(replies))
+        acks.check(list(replies))
 
 
 class SyncIntake(Intake):

@@ -19,7 +19,7 @@ the provider's retry is answered `duplicate` (with one job), once it is replicat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from redis.exceptions import RedisError, ResponseError
@@ -48,6 +48,11 @@ class ReplicaAcks:
             settings.webhook_replica_ack_mode,
             f"{settings.webhook_key_prefix}:replicated",
         )
+
+    def under(self, prefix: str) -> ReplicaAcks:
+        """The same wait, its marker under `prefix`: a shard's, on a cluster, where the
+        marker must be in the slot of the claims it follows."""
+        return replace(self, marker_key=f"{prefix}:replicated")
 
     def command(self) -> tuple[Any, ...]:
         if self.mode == "waitaof":
