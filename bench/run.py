@@ -14,6 +14,8 @@ rounds' ratios is reported:
   primary and a replica of its own.
 - tracing (`bench/tracing.py`): ingest and the one-handler drain with tracing on (exporting
   to a no-op collector) over off, and off over off (the noise band), alternating.
+- cluster (`bench/cluster.py`): the receiver on a 3-primary Redis Cluster over one Redis,
+  alternating, and the Redis CPU per claim on each.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.cluster import cluster_ingest
 from bench.drain import ab, drain, scaling
 from bench.events_page import run as events_page
 from bench.ingest import ingest
@@ -52,10 +55,11 @@ def main() -> None:
     parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument(
         "--only",
-        choices=["replicas", "drain-ab", "tracing"],
+        choices=["replicas", "drain-ab", "tracing", "cluster"],
         help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
         " drain-ab = the one-handler drain of this checkout over --against's, both modes;"
-        " tracing = ingest and the one-handler drain with tracing on vs off, and off vs off.",
+        " tracing = ingest and the one-handler drain with tracing on vs off, and off vs off;"
+        " cluster = the receiver on a 3-primary cluster vs one Redis.",
     )
     parser.add_argument(
         "--against", type=Path, help="drain-ab's baseline: a checkout with its own .venv."
@@ -82,6 +86,9 @@ def main() -> None:
     load = (args.rounds, args.seconds, args.connections, args.threads)
     if args.only == "replicas":
         print(table({"replicas": replica_acks(*load)}))
+        return
+    if args.only == "cluster":
+        print(table({"cluster": cluster_ingest(*load)}))
         return
     if args.only == "tracing":
         with tempfile.TemporaryDirectory() as tmp:
@@ -113,6 +120,7 @@ def main() -> None:
                 "tracing": tracing(url, *load, events),
             }
             result["replicas"] = replica_acks(*load)
+            result["cluster"] = cluster_ingest(*load)
         finally:
             redis.stop()
         # The page reads; persistence would only slow the million records' filling.

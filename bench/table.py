@@ -22,6 +22,23 @@ def replica_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def cluster_rows(c: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    return [
+        (
+            "ingest: 3-primary cluster / one Redis",
+            f"{c['ratio']:.2f}",
+            f"{c['cluster_rps']:.0f} vs {c['one_rps']:.0f} req/s",
+            "",
+        ),
+        (
+            "  Redis CPU per claim: cluster / one",
+            "",
+            f"{c['cluster_redis_cpu_us_per_claim']:.0f} / {c['one_redis_cpu_us_per_claim']:.0f} µs",
+            "",
+        ),
+    ]
+
+
 def tracing_rows(t: dict[str, Any], result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """On over off and off over off (the noise band), and what the "on" runs exported; in a
     full run, the off figures beside the receiver's and the one-handler drain's rows."""
@@ -89,6 +106,8 @@ def tracing_rows(t: dict[str, Any], result: dict[str, Any]) -> list[tuple[str, s
 def table(result: dict[str, Any]) -> str:
     if "ingest" not in result:  # one measure alone (--only)
         rows = replica_rows(result["replicas"]) if "replicas" in result else []
+        if "cluster" in result:
+            rows += cluster_rows(result["cluster"])
         if "tracing" in result:
             rows += tracing_rows(result["tracing"], result)
         return _format(rows)
@@ -184,6 +203,8 @@ def table(result: dict[str, Any]) -> str:
         )
     if "replicas" in result:
         rows += replica_rows(result["replicas"])
+    if "cluster" in result:
+        rows += cluster_rows(result["cluster"])
     if "tracing" in result:
         rows += tracing_rows(result["tracing"], result)
     return _format(rows)
