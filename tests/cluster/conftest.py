@@ -31,6 +31,13 @@ def require(server: str) -> None:
     pytest.skip(f"{server} not installed ({install})")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.cluster)
+
+
 @pytest.fixture
 def make_sharded_redis(
     tmp_path: Path, request: pytest.FixtureRequest
