@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: install install-test run test test-newest test-oldest lock lint format typecheck bench screenshots clean
+.PHONY: install install-test run run-cluster test test-newest test-oldest lock lint format typecheck bench screenshots clean
 
 # One line per install step; pip's own output (and the build backend's warnings) goes to
 # .venv/pip.log, printed only when the step fails.
@@ -42,6 +42,10 @@ install-test: $(VENV)/.installed-test
 
 run: install
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev
+
+# The same stack on a local Redis Cluster of its own (three primaries, three replicas).
+run-cluster: install
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/webhooks dev --cluster
 
 lint: install-test
 	$(BIN)/ruff check app workers pytest_webhook_receiver tests examples bench docs/screenshots

@@ -182,7 +182,7 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
     terminals: list[Terminal] = []
     locked = contextlib.ExitStack()
 
-    def start(root: Path, **env: str) -> Terminal:
+    def start(root: Path, target: str = "run", **env: str) -> Terminal:
         if not terminals:
             locked.enter_context(one_stack_at_a_time())
         primary, secondary = os.openpty()
@@ -196,7 +196,7 @@ def make_run(tmp_path: Path) -> Iterator[Callable[..., Terminal]]:
         process = subprocess.Popen(
             # -o: the scratch checkout shares this one's .venv but not its packages; a
             # reinstall from there would point the shared .venv at nothing.
-            ["make", "-o", ".venv/.installed", "run"],
+            ["make", "-o", ".venv/.installed", target],
             cwd=root,
             env={**clean, **env},
             stdin=secondary,
@@ -333,3 +333,46 @@ def test_sigint_to_the_stack_without_a_terminal_stops_it_in_order_and_exits_0(
         assert output.rstrip().endswith("redis stopped; the stack is down")
     finally:
         _kill_tree(process)
+
+
+@pytest.mark.e2e
+@pytest.mark.xdist_group(DEVSTACK)
+def test_make_run_cluster_runs_the_stack_on_a_local_cluster_and_ctrl_c_stops_all_of_it(
+    tmp_path: Path, make_run: Callable[..., Terminal]
+) -> None:
+    root = _checkout(tmp_path)
+    terminal = make_run(root, target="run-cluster")
+    wait_until(lambda: "send:  " in terminal.output, 90, f"the stack to start:\n{terminal.output}")
+    assert "redis:     a local cluster, 3 primaries + 3 replicas: 127.0.0.1:" in terminal.output
+    assert "dashboard: not on a cluster yet" in terminal.output
+    stack = StackFile.read(root / "var" / "stack.json")
+    assert stack is not None
+    wait_until(lambda: _answers(stack.receiver + "/readyz"), 60, "the receiver")
+
+    def send(event_id: str) -> subprocess.CompletedProcess[str]:
+        webhooks = str(ROOT / ".venv" / "bin" / "webhooks")
+        return subprocess.run(
+            [webhooks, "send", "inbound", "order.created", "--id", event_id],
+            cwd=root,
+            env=unconfigured_env(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    for n in range(4):
+        assert send(f"evt_c{n}").stdout.startswith(f"accepted evt_c{n} → ")
+    assert send("evt_c0").stdout.startswith("duplicate evt_c0 → ")
+    for n in range(4):
+        wait_until(
+            lambda n=n: f"done inbound evt_c{n} order.created" in terminal.output,
+            60,
+            f"evt_c{n} handled:\n{terminal.output}",
+        )
+    running = _descendants(terminal.process.pid)
+    terminal.press_ctrl_c()
+    assert terminal.process.wait(60) == 0, terminal.output
+    assert [pid for pid in running if _running(pid)] == []
+    assert terminal.output.rstrip().endswith(
+        "the local cluster stopped (its data with it); the stack is down"
+    )

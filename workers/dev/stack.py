@@ -26,6 +26,7 @@ import click
 from app.settings import ConfigError, Settings
 from app.settings_checks import is_secret
 from app.sources import PER_SOURCE_PREFIXES
+from workers.dev.dev_cluster import DevCluster, cluster_banner, start_cluster
 from workers.dev.devenv import (
     DevSettings,
     dev_credentials,
@@ -125,16 +126,16 @@ class Stop:
                 os.killpg(self.honcho.pid, signal.SIGKILL)
 
 
-def run_stack() -> None:
+def run_stack(cluster: bool = False) -> None:
     stop = Stop()
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop)
     with own_foreground() as terminal:
-        code = _run(stop, terminal)
+        code = _run(stop, terminal, cluster)
     sys.exit(code)
 
 
-def _run(stop: Stop, terminal: bool) -> int:
+def _run(stop: Stop, terminal: bool, cluster: bool = False) -> int:
     # .env under the environment, as the settings read them. honcho would put .env over the
     # environment (so `WEBHOOK_SOURCES=… make run` lost to a copied .env): it gets no file.
     env = settings_env()
@@ -151,11 +152,14 @@ def _run(stop: Stop, terminal: bool) -> int:
         start_key_server(keys) if needs_key_server(keys) else (None, lambda: None)
     )
     redis: RedisServer | None = None
+    local_cluster: DevCluster | None = None
     try:
         dev_keyed = dev_key_env(keys, key_server_url)
         env.update(dev_keyed)
+        if cluster:
+            local_cluster = start_cluster(env, VAR / "cluster", redis_configured())
         settings = _check(env, dev_keyed)
-        if redis_configured() is None:
+        if redis_configured() is None and local_cluster is None:
             redis = RedisServer(VAR / "redis", detached=True).start()
             env["REDIS_URL"] = redis.url
         base = _base_port()
@@ -171,12 +175,17 @@ def _run(stop: Stop, terminal: bool) -> int:
             keyed=sorted(dev_keyed),
         ).write()
         write_stack_secrets(hidden)
-        echo_banner(_banner(redis, web, dashboard, settings, dev))
+        lines = _banner(redis, web, dashboard, settings, dev)
+        if local_cluster is not None:
+            lines = cluster_banner(local_cluster, lines, env["WEBHOOK_SHARDS"])
+        echo_banner(lines)
         if stop.requested:
             return 0
         # honcho, with a manager that tells a requested stop from a failure (procs.py).
         honcho = [sys.executable, "-m", "workers.dev.procs", "start", "-f", "Procfile"]
         honcho += ["-p", str(base), "-e", os.devnull]
+        if local_cluster is not None:
+            honcho += ["web", "worker"]  # the dashboard does not run on a cluster yet
         stop.honcho = subprocess.Popen(honcho, env=env, start_new_session=True)  # noqa: S603
         code = stop.wait()
         return 0 if stop.requested else code
@@ -186,6 +195,9 @@ def _run(stop: Stop, terminal: bool) -> int:
         if redis is not None:
             redis.stop()  # last: every process that used it has stopped
             click.echo("redis stopped; the stack is down")
+        if local_cluster is not None:
+            local_cluster.stop()
+            click.echo("the local cluster stopped (its data with it); the stack is down")
 
 
 def _banner(

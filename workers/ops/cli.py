@@ -126,8 +126,13 @@ def dashboard(host: str, port: int) -> None:
 
 
 @main.command()
-def dev() -> None:
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="On a local Redis Cluster of its own (3 primaries + 3 replicas): `make run-cluster`.",
+)
+def dev(cluster: bool) -> None:
     """Run Redis (unless REDIS_URL is set) and every Procfile process: `make run`."""
     from workers.dev.stack import run_stack
 
-    run_stack()
+    run_stack(cluster)
