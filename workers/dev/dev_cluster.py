@@ -128,8 +128,8 @@ class DevCluster:
 # A laptop's share: a worker process per shard (`webhooks worker` on a cluster).
 DEV_SHARDS = "4"
 NOT_YET = (
-    "not on a cluster yet: the dashboard, the Events page and the `webhooks` commands "
-    "but `send` and `config check` read one Redis (docs/deployment.md)"
+    "not on a cluster yet, nor the Events page and the `webhooks` commands other than "
+    "`send` and `config check` (docs/deployment.md)"
 )
 
 

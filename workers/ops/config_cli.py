@@ -115,9 +115,10 @@ def shard_owners(settings: Settings) -> list[str]:
         owners = [str(slot_map.lookup(shards.slot(shard))) for shard in shards]
     except RedisError as exc:
         return [f"shards: their owners not read ({describe(exc, target)})"]
+    held = {owner: [n for n in shards if owners[n] == owner] for owner in dict.fromkeys(owners)}
     return [
-        f"shards {spans([n for n in shards if owners[n] == owner])} on {owner}"
-        for owner in sorted(set(owners))
+        f"{'shard' if len(ids) == 1 else 'shards'} {spans(ids)} on {owner}"
+        for owner, ids in held.items()
     ]
 
 
