@@ -51,7 +51,9 @@ def protocol_flags() -> list[str]:
     return flags
 
 
-def serve(app: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def serve(app: str, port: int, env: dict[str, str], cwd: Path = ROOT) -> subprocess.Popen[bytes]:
+    """uvicorn serving `app` from `cwd` (its `app` package first on the path: another
+    checkout's, for an A/B, with this checkout's installed libraries)."""
     process = subprocess.Popen(
         [
             str(BIN / "uvicorn"),
@@ -65,7 +67,7 @@ def serve(app: str, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
             "warning",
             *protocol_flags(),
         ],
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -113,6 +115,7 @@ def one_run(
     seconds: int,
     connections: int,
     threads: int,
+    cwd: Path = ROOT,
 ) -> dict[str, Any]:
     """One wrk run (after a second's warm-up, whose requests it counts) against a fresh server
     of `app`."""
@@ -120,7 +123,7 @@ def one_run(
     # More bodies than any run can send: every request is a new event.
     signed_bodies(bodies, 60_000 * seconds // 10, tag)
     port = free_port()
-    server = serve(app, port, env)
+    server = serve(app, port, env, cwd)
     try:
         warm_up = wrk(port, bodies, 1, connections, threads)
         return {**wrk(port, bodies, seconds, connections, threads), "warm_up": warm_up["requests"]}
@@ -170,3 +173,22 @@ def compare(runs: dict[str, list[dict[str, Any]]], measured: str, baseline: str)
             run["non_2xx"] + run["socket_errors"] for results in runs.values() for run in results
         ),
     }
+
+
+def ingest_ab(
+    redis_url: str, rounds: int, seconds: int, connections: int, threads: int, against: Path
+) -> dict[str, Any]:
+    """This checkout's receiver over `against`'s (a baseline commit's worktree), on one
+    Redis, alternating: a change that slows the one-Redis path shows here."""
+    env = {"REDIS_URL": redis_url, "WEBHOOK_SIGNING_SECRET": SECRET, "WEBHOOK_KEY_PREFIX": "bench"}
+    results: dict[str, list[dict[str, Any]]] = {"this": [], "baseline": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(rounds):
+            for name, cwd in (("this", ROOT), ("baseline", against)):
+                tag = f"{name}{round_}"
+                run = one_run(
+                    "app.main:app", env, Path(tmp), tag, seconds, connections, threads, cwd
+                )
+                results[name].append(run)
+                Redis.from_url(redis_url).flushall()
+    return compare(results, "this", "baseline")

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.cluster import cluster_ingest
 from bench.drain import ab, drain, scaling
 from bench.events_page import run as events_page
-from bench.ingest import ingest
+from bench.ingest import ingest, ingest_ab
 from bench.memory import memory
 from bench.peers import peers
 from bench.replicas import replica_acks
@@ -55,9 +55,10 @@ def main() -> None:
     parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument(
         "--only",
-        choices=["replicas", "drain-ab", "tracing", "cluster"],
+        choices=["replicas", "drain-ab", "ingest-ab", "tracing", "cluster"],
         help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
         " drain-ab = the one-handler drain of this checkout over --against's, both modes;"
+        " ingest-ab = this checkout's receiver over --against's, on one Redis;"
         " tracing = ingest and the one-handler drain with tracing on vs off, and off vs off;"
         " cluster = the receiver on a 3-primary cluster vs one Redis.",
     )
@@ -84,6 +85,17 @@ def main() -> None:
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
     load = (args.rounds, args.seconds, args.connections, args.threads)
+    if args.only == "ingest-ab":
+        if args.against is None or not (args.against / "app" / "main.py").exists():
+            sys.exit("ingest-ab needs --against DIR: another checkout (a baseline's worktree)")
+        with tempfile.TemporaryDirectory() as tmp:
+            redis = RedisServer(Path(tmp) / "redis").start()
+            try:
+                figures = ingest_ab(redis.url, *load, args.against.resolve())
+            finally:
+                redis.stop()
+        print(json.dumps(figures, indent=2))
+        return
     if args.only == "replicas":
         print(table({"replicas": replica_acks(*load)}))
         return
