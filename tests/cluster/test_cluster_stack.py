@@ -4,7 +4,8 @@ both twice in shuffled order, spread over every primary, accepted once and handl
 primary killed mid-run with WEBHOOK_REPLICA_ACKS=1 loses
 no acknowledged event, its shard's workers follow the promoted replica without a restart,
 and a redelivery is never accepted again; a shard's slot migrated under load loses and
-duplicates nothing."""
+duplicates nothing; failed attempts are retried by each shard's scheduler and dead-lettered
+in their shard."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import httpx
 from redis import Redis
 
-from app.keys import Keys
+from app.keys import Keys, job_id_for
 from app.shards import Shards
 from tests.cluster.harness import ShardedRedis
 from tests.conftest import event_body, sign
@@ -208,3 +209,44 @@ def test_a_shards_slot_migrated_under_load_loses_and_duplicates_nothing(
     retried.all(refused + sent.accepted)
     assert sorted(sent.accepted + retried.accepted) == sorted(events)
     wait_until(lambda: handled_once(redis, events), 90, "every event handled once")
+
+
+def test_on_a_cluster_a_failed_attempt_is_retried_by_its_shards_scheduler_and_dead_lettered(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    _, web = cluster_stack(make_stack, cluster, redis_server, WEBHOOK_MAX_RETRIES="1")
+    retried = [f"evt_r{n}" for n in range(8)]
+    # Two of each shard, so that every shard's registry is shown.
+    candidates = [f"evt_d{n}" for n in range(200)]
+    dead = [e for s in SHARDS for e in [c for c in candidates if SHARDS.of("inbound", c) == s][:2]]
+    for event_id in dead:
+        redis.set(f"fail:{event_id}", 1)
+    for event_id in retried:
+        assert send_one(web.url, event_id, "order.fails_once") == 200
+    for event_id in dead:
+        assert send_one(web.url, event_id, "order.flaky") == 200
+
+    # Each shard's scheduler put its retries back: the second attempt ran, once.
+    wait_until(lambda: all(effects(redis, e) == 2 for e in retried), 60, "the retries")
+    client = cluster.client()
+
+    def dead_letters() -> set[str]:
+        found: set[str] = set()
+        for shard in SHARDS:
+            failed = KEYS.sharded(SHARDS.tag(shard)).failed
+            found |= {m.decode() for m in client.zrange(failed, 0, -1)}
+        return found
+
+    wait_until(lambda: dead_letters() == {job_id_for("inbound", e) for e in dead}, 60, "dead")
+    assert all(effects(redis, e) == 2 for e in dead + retried)
+
+
+def send_one(url: str, event_id: str, event_type: str) -> int:
+    body = event_body(event_id, event_type)
+    return httpx.post(
+        f"{url}/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)}
+    ).status_code
