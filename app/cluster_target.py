@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
-from app.redis_target import Address, parse_address, url_hosts, url_options
+from app.redis_target import Address, node_options, parse_address, url_hosts, url_options
 from app.sources import ConfigError
 
 VARIABLE = "REDIS_CLUSTER_NODES"
@@ -54,13 +54,7 @@ def parse_cluster_nodes(text: str) -> ClusterTarget:
     options = url_options(parts.query, tls, VARIABLE)
     if options.pop("db", 0) != 0:
         raise ConfigError(f"{VARIABLE}: a cluster has only database 0")
-    node: dict[str, Any] = dict(options)
-    if parts.username:
-        node["username"] = unquote(parts.username)
-    if parts.password:
-        node["password"] = unquote(parts.password)
-    if tls:
-        node["ssl"] = True
+    node = node_options(parts, options, tls)
     return ClusterTarget(_seeds(url_hosts(parts.netloc)), tls, node)
 
 

@@ -96,13 +96,7 @@ def parse_target(
         )
     tls = scheme.startswith("rediss")
     options = url_options(parts.query, tls)
-    node: dict[str, Any] = {k: v for k, v in options.items() if k != "db"}
-    if parts.username:
-        node["username"] = unquote(parts.username)
-    if parts.password:
-        node["password"] = unquote(parts.password)
-    if tls:
-        node["ssl"] = True
+    node = node_options(parts, options, tls)
     hosts = url_hosts(parts.netloc)
     path = unquote(parts.path)
     sentinel_kwargs = _sentinel_kwargs(node, tls, sentinel_username, sentinel_password)
@@ -163,6 +157,19 @@ def _split(url: str) -> SplitResult:
         raise ConfigError(
             "REDIS_URL does not parse: it holds characters a URL cannot have"
         ) from None
+
+
+def node_options(parts: SplitResult, options: dict[str, Any], tls: bool) -> dict[str, Any]:
+    """A data node's client options from its URL: the options but the database, the user
+    and password, and TLS."""
+    node: dict[str, Any] = {k: v for k, v in options.items() if k != "db"}
+    if parts.username:
+        node["username"] = unquote(parts.username)
+    if parts.password:
+        node["password"] = unquote(parts.password)
+    if tls:
+        node["ssl"] = True
+    return node
 
 
 def url_hosts(netloc: str) -> list[str]:
