@@ -25,7 +25,7 @@ from tests.conftest import event_body, sign
 from tests.processes import Stack, effects, wait_until
 from workers.dev.redis_server import RedisServer
 
-SHARDS = Shards(4)
+SHARDS = Shards(3)  # a shard per primary: the fewest worker processes that show them all
 KEYS = Keys("webhook", "webhooks")
 
 
@@ -136,6 +136,23 @@ def test_two_receivers_and_the_workers_on_a_cluster_accept_and_handle_each_event
     queues = [KEYS.sharded(SHARDS.tag(shard)).queue for shard in SHARDS]
     wait_until(lambda: all(client.llen(q) == 0 for q in queues), 20, "empty queues")
     assert handled_once(redis, events)
+    # /metrics reads every shard: a worker and a scheduler each, nothing waiting.
+    wanted = {
+        "webhooks_queue_depth": 0.0,
+        "webhooks_workers": float(SHARDS.count),
+        "webhooks_scheduler_up": 1.0,
+    }
+    wait_until(lambda: metrics(web.url, wanted) == wanted, 30, "every shard in /metrics")
+
+
+def metrics(url: str, names: dict[str, float]) -> dict[str, float]:
+    lines = httpx.get(f"{url}/metrics", timeout=5).text.splitlines()
+    return {
+        name: float(line.split()[1])
+        for line in lines
+        for name in names
+        if line.startswith(name + " ")
+    }
 
 
 def test_a_primary_killed_mid_run_loses_no_acknowledged_event_and_its_workers_follow(
