@@ -75,12 +75,10 @@ class Intake:
             self.settings, source, delivery, raw, received_at, job_id, duplicate, trace, prefix
         )
 
-    def keys_of(self, source: str, event_id: str | None) -> Keys:
-        """One event's keys: on a cluster, its shard's (`app/shards.py`); `event_id` None
-        for a source whose id is unsigned, whose events all go to the source's shard."""
-        if self.shards is None:
-            return self.keys
-        return self.shard_keys[self.shards.of(source, event_id)]
+    def shard_of(self, source: str, event_id: str | None) -> int:
+        """One event's shard (`app/shards.py`; 0 on one Redis); `event_id` None for a
+        source whose id is unsigned, whose events all go to the source's shard."""
+        return 0 if self.shards is None else self.shards.of(source, event_id)
 
     def keys_at(self, shard: int) -> Keys:
         return self.shard_keys[shard]
@@ -93,11 +91,15 @@ class Intake:
         received_at: float,
         signed_digest: str | None = None,
         trace: str = "",
+        shard: int | None = None,
     ) -> tuple[str, list[str], list[Any]]:
         """The job id, keys and arguments of the claim script for one delivery;
         `signed_digest` (the signed bytes' digest) dedupes a source whose id is unsigned;
-        `trace`, the receiver's span the job's attempts belong to (tracing on)."""
-        at = self.keys_of(source.name, None if signed_digest else delivery.event_id)
+        `trace`, the receiver's span the job's attempts belong to (tracing on); `shard`,
+        the event's (`shard_of`), when the caller has it already."""
+        if shard is None:
+            shard = self.shard_of(source.name, None if signed_digest else delivery.event_id)
+        at = self.shard_keys[shard]
         job = self.new_job(source, delivery, raw, received_at, trace=trace, keys=at)
         seen_key = at.seen(source.name, delivery.event_id)
         stamp, data, description, meta = self.job_hash.per_event(
@@ -150,11 +152,10 @@ class Intake:
         delivery: Delivery,
         raw: bytes,
         received_at: float,
-        by_bytes: bool = False,
+        shard: int = 0,
     ) -> tuple[str, list[str], list[Any]]:
-        """The log-only path's extra job, in the shard its claim went to (`by_bytes`: the
-        claim deduped on the signed bytes too)."""
-        at = self.keys_of(source.name, None if by_bytes else delivery.event_id)
+        """The log-only path's extra job, in the shard its claim went to."""
+        at = self.shard_keys[shard]
         job_id = f"{job_id_for(source.name, delivery.event_id)}-dup-{uuid.uuid4().hex[:12]}"
         job = self.new_job(
             source, delivery, raw, received_at, job_id=job_id, duplicate=True, keys=at
@@ -176,6 +177,7 @@ class AsyncIntake(Intake):
     ) -> None:
         super().__init__(settings, redis, shards)
         self.clients = clients or [redis]
+        assert len(self.clients) == len(self.shard_keys), "a client per shard"
         acks = self.acks
         self.shard_acks = [
             acks if acks is None or clients is None else acks.under(self.keys_at(i).prefix)
@@ -186,12 +188,6 @@ class AsyncIntake(Intake):
             for c, a in zip(self.clients, self.shard_acks, strict=True)
         ]
         self.enqueue_scripts = [c.register_script(ENQUEUE) for c in self.clients]
-
-    def shard_of(self, source: str, event_id: str | None) -> int:
-        """The index of the client an event's scripts go to (0 on one Redis)."""
-        if self.shards is None or len(self.clients) == 1:
-            return 0
-        return self.shards.of(source, event_id)
 
     async def claim_and_enqueue(
         self,
@@ -206,17 +202,15 @@ class AsyncIntake(Intake):
         """Raises `redis.RedisError` when Redis cannot take the event (then nothing is
         kept), `TimeoutError` when it has not answered within `timeout` seconds."""
         started = time.monotonic()
-        job_id, keys, args = self.claim_call(
-            source, delivery, raw, received_at, signed_digest, trace
-        )
         shard = self.shard_of(source.name, None if signed_digest else delivery.event_id)
+        job_id, keys, args = self.claim_call(
+            source, delivery, raw, received_at, signed_digest, trace, shard
+        )
         if await self.claims[shard](keys, args, timeout):
             return Claim(accepted=True, job_id=job_id)
         if self.settings.webhook_dedupe_mode != "log-only":
             return Claim(accepted=False, job_id=job_id)
-        dup_id, keys, args = self.duplicate_call(
-            source, delivery, raw, received_at, by_bytes=signed_digest is not None
-        )
+        dup_id, keys, args = self.duplicate_call(source, delivery, raw, received_at, shard)
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.01)
         async with asyncio.timeout(left):
             await self.enqueue(keys, args, shard)

@@ -28,15 +28,29 @@ def slots(keys: list[str]) -> set[int]:
 
 
 class Recorder:
-    """Wraps a script callable: every call's KEYS are kept, the call goes on unchanged."""
+    """Wraps script callables (one per shard): every call's KEYS are kept, in order, and
+    the call goes on unchanged."""
 
-    def __init__(self, script: Any) -> None:
-        self.script = script
+    def __init__(self) -> None:
         self.keys: list[list[str]] = []
 
-    async def __call__(self, keys: list[str], args: list[Any], *rest: Any, **kw: Any) -> Any:
-        self.keys.append(list(keys))
-        return await self.script(keys, args, *rest, **kw)
+    def wrap(self, script: Any) -> Any:
+        """A claim batcher, called with KEYS first."""
+
+        async def call(keys: list[str], *rest: Any, **kw: Any) -> Any:
+            self.keys.append(list(keys))
+            return await script(keys, *rest, **kw)
+
+        return call
+
+    def wrap_keyword(self, script: Any) -> Any:
+        """A registered script, called with `keys=`."""
+
+        async def call(*rest: Any, keys: list[str], **kw: Any) -> Any:
+            self.keys.append(list(keys))
+            return await script(*rest, keys=keys, **kw)
+
+        return call
 
 
 def sharded_client(
@@ -45,8 +59,10 @@ def sharded_client(
     """A receiver whose intake is on 16 shards, its claim calls recorded."""
     client = make_client(**config)
     receiver = client.app.app.state.receiver  # type: ignore[attr-defined]
-    intake = AsyncIntake(receiver.settings, receiver.redis, SHARDS)
-    intake.claims[0] = recorder = Recorder(intake.claims[0])  # type: ignore[assignment]
+    # Every shard's client on the suite's one Redis: the keys are what is checked here.
+    intake = AsyncIntake(receiver.settings, receiver.redis, SHARDS, [receiver.redis] * SHARDS.count)
+    recorder = Recorder()
+    intake.claims = [recorder.wrap(claim) for claim in intake.claims]  # type: ignore[misc]
     receiver.intake = intake
     return client, recorder
 
@@ -103,14 +119,6 @@ def test_every_providers_claim_keeps_its_keys_in_its_events_shard_slot(
         assert redis.exists(keys[1]) and keys[1].startswith(f"{tag}:rq:job:")
 
 
-class EnqueueRecorder(Recorder):
-    """The ENQUEUE script is called with keyword arguments."""
-
-    async def __call__(self, *rest: Any, keys: list[str], **kw: Any) -> Any:  # type: ignore[override]
-        self.keys.append(list(keys))
-        return await self.script(*rest, keys=keys, **kw)
-
-
 LOG_ONLY = [c for c in CASES if c.provider in ("stripe", "mailgun")]
 
 
@@ -121,7 +129,8 @@ def test_a_log_only_duplicates_job_is_in_the_shard_its_claim_went_to(
     key = case.make_key("k1")
     client, claims = sharded_client(make_client, webhook_dedupe_mode="log-only", **case.config(key))
     intake = client.app.app.state.receiver.intake  # type: ignore[attr-defined]
-    intake.enqueue_scripts[0] = enqueues = EnqueueRecorder(intake.enqueue_scripts[0])
+    enqueues = Recorder()
+    intake.enqueue_scripts = [enqueues.wrap_keyword(s) for s in intake.enqueue_scripts]
     signed = case.signed(key, "evt-shard.2")
     for _ in range(2):
         assert post(client, case, signed).status_code == 200
