@@ -36,10 +36,11 @@ from app.redis_target import Address, RedisTarget
 from app.settings import ConfigError, Settings
 from app.shards import Shards
 
-# On a cluster, the receiver and `webhooks worker` run; the rest comes with issue 40.
+# On a cluster, the receiver, `webhooks worker` and `webhooks dead` run; the rest comes
+# with issue 40.
 NO_SHARD = (
-    "REDIS_CLUSTER_NODES: on a cluster, only the receiver and `webhooks worker` run so far; "
-    "the dashboard and the other `webhooks` commands do not yet"
+    "REDIS_CLUSTER_NODES: on a cluster, only the receiver, `webhooks worker` and "
+    "`webhooks dead` run so far; the dashboard and the other `webhooks` commands do not yet"
 )
 
 # A sentinel that does not answer within this is skipped for the next one.

@@ -5,14 +5,16 @@ primary killed mid-run with WEBHOOK_REPLICA_ACKS=1 loses
 no acknowledged event, its shard's workers follow the promoted replica without a restart,
 and a redelivery is never accepted again; a shard's slot migrated under load loses and
 duplicates nothing; failed attempts are retried by each shard's scheduler and dead-lettered
-in their shard."""
+in their shard, where `webhooks dead` lists, shows and requeues them."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,6 +23,7 @@ from redis import Redis
 from app.keys import Keys, job_id_for
 from app.shards import Shards
 from tests.cluster.harness import ShardedRedis
+from tests.cluster.test_cluster_commands import webhooks
 from tests.conftest import event_body, sign
 from tests.processes import Stack, effects, wait_until
 from workers.dev.redis_server import RedisServer
@@ -233,6 +236,7 @@ def test_on_a_cluster_a_failed_attempt_is_retried_by_its_shards_scheduler_and_de
     make_stack: Callable[..., Stack],
     redis_server: RedisServer,
     redis: Redis,
+    tmp_path: Path,
 ) -> None:
     cluster = make_sharded_redis()
     _, web = cluster_stack(make_stack, cluster, redis_server, WEBHOOK_MAX_RETRIES="1")
@@ -260,6 +264,21 @@ def test_on_a_cluster_a_failed_attempt_is_retried_by_its_shards_scheduler_and_de
 
     wait_until(lambda: dead_letters() == {job_id_for("inbound", e) for e in dead}, 60, "dead")
     assert all(effects(redis, e) == 2 for e in dead + retried)
+
+    # The operator, from a second terminal with the cluster's variables: every shard's
+    # letters in one list, one shown by its event id, all requeued, each handled once more.
+    listed = webhooks(tmp_path, cluster.seeds, "dead", "list", "--json", shards=SHARDS.count)
+    assert listed.returncode == 0, listed.stderr
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(row["event_id"] for row in rows) == sorted(dead)
+    shown = webhooks(tmp_path, cluster.seeds, "dead", "show", dead[-1], shards=SHARDS.count)
+    assert shown.returncode == 0 and f"event_id:     {dead[-1]}" in shown.stdout, shown.stderr
+    for event_id in dead:
+        redis.delete(f"fail:{event_id}")
+    requeued = webhooks(tmp_path, cluster.seeds, "dead", "requeue", "--all", shards=SHARDS.count)
+    assert requeued.stdout.strip() == f"requeued {len(dead)} dead letters", requeued.stderr
+    wait_until(lambda: all(effects(redis, e) == 3 for e in dead), 60, "the requeued events")
+    assert dead_letters() == set()
 
 
 def send_one(url: str, event_id: str, event_type: str) -> int:

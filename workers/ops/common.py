@@ -21,6 +21,7 @@ from app.logs import terminal_text
 from app.redis_errors import describe
 from app.redis_target import safe_where
 from app.settings import ConfigError, Settings
+from workers.ops.shard_fanout import Fanout
 from workers.ops.target import Target, resolve_target
 
 
@@ -64,11 +65,9 @@ def where(url: str) -> str:
     return safe_where(url)
 
 
-@contextmanager
-def redis_connection(settings: Settings) -> Iterator[Redis]:
-    """The settings' Redis, built as every process builds it (Sentinel's primary when
-    REDIS_SENTINELS is set); which one is said once on stderr. A failure is one line:
-    where, what, and how to point the command elsewhere."""
+def _say_target(settings: Settings) -> Target | None:
+    """Which Redis the command uses, said once on stderr; a stopped `make run` stack is an
+    error that says how to start it."""
     context = click.get_current_context(silent=True)
     target: Target | None = context.meta.get(_TARGET) if context is not None else None
     if target is not None and target.down:
@@ -78,6 +77,28 @@ def redis_connection(settings: Settings) -> Iterator[Redis]:
         cluster = settings.cluster_target
         place = cluster.where if cluster is not None else where(settings.redis_url)
         click.echo(f"redis: {place} ({target.describe()})", err=True)
+    return target
+
+
+@contextmanager
+def every_shard(settings: Settings) -> Iterator[Fanout]:
+    """The shards a command reads and acts on (`shard_fanout.py`): the one Redis, on its
+    connection (its errors said as `redis_connection` says them), or each shard of the
+    cluster, each on its own, a failed one named by the command while the others answer."""
+    if settings.cluster_target is None:
+        with redis_connection(settings) as connection:
+            yield Fanout(settings, connection)
+        return
+    _say_target(settings)
+    yield Fanout(settings, None)
+
+
+@contextmanager
+def redis_connection(settings: Settings) -> Iterator[Redis]:
+    """The settings' Redis, built as every process builds it (Sentinel's primary when
+    REDIS_SENTINELS is set); which one is said once on stderr. A failure is one line:
+    where, what, and how to point the command elsewhere."""
+    target = _say_target(settings)
     try:
         connection = sync_client(settings, OPERATOR)
     except ConfigError as exc:  # on a cluster, for now (`app/connection.py`)

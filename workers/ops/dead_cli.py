@@ -4,35 +4,31 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from workers.ops.common import (
-    CommandError,
-    block,
-    json_option,
-    load_settings,
-    plural,
-    print_listing,
-    redis_connection,
-)
+from workers.ops.common import CommandError, block, cell, json_option, plural, print_listing
+from workers.ops.dead_letter import DeadLetter, groups
 from workers.ops.dead_targets import (
+    AllDead,
     Targets,
     apply_each,
     check_source,
-    exact,
+    every_dead,
     report_missing,
-    resolve,
+    resolve_all,
+    resolve_events,
     selected,
     selection,
     selection_options,
     targeted,
 )
-from workers.ops.deadletters import DeadLetter, DeadLetters
 from workers.ops.show_text import print_fields, print_payload
 from workers.ops.turns_view import print_attempts, print_states, print_turns
-from workers.runtime.tracebacks import split_traceback
+
+if TYPE_CHECKING:
+    from workers.ops.deadletters import DeadLetters
 
 
 @click.group()
@@ -66,24 +62,25 @@ def _print_letters(letters: list[DeadLetter], as_json: bool, summary: str) -> No
 @selection_options
 def dead_list(as_json: bool, group_by: str | None, **filters: Any) -> None:
     """List the dead letters (optionally filtered, or grouped by error)."""
-    settings = load_settings()
-    with redis_connection(settings) as connection:
-        store = DeadLetters(settings, connection)
+    with every_dead() as dead:
         chosen = selection(**filters)
-        check_source(store, chosen.source)
-        groups = store.groups(chosen) if group_by else None
-        letters = [] if groups is not None else store.find(chosen)
-    if groups is None:
-        _print_letters(letters, as_json, plural(len(letters), "dead letter"))
-        return
-    total = sum(g["count"] for g in groups)
+        check_source(dead, chosen.source)
+        letters = dead.find(chosen)
+        if not group_by:
+            _print_letters(letters, as_json, plural(len(letters), "dead letter"))
+            return
+        _print_groups(groups(letters), as_json)
+
+
+def _print_groups(found: list[dict[str, Any]], as_json: bool) -> None:
+    total = sum(g["count"] for g in found)
     print_listing(
-        groups,
+        found,
         as_json,
         lambda g: g,
         GROUP_HEADER,
         lambda g: (g["count"], g["example_job_id"], ", ".join(g["types"]) or "-", g["error"]),
-        f"{plural(total, 'dead letter')} in {plural(len(groups), 'group')}",
+        f"{plural(total, 'dead letter')} in {plural(len(found), 'group')}",
     )
 
 
@@ -103,14 +100,26 @@ def dead_show(name: str, event_id: str | None, traceback_part: str, as_json: boo
     """Show one dead letter: its event, headers, where each handler stands, each handler's
     turn at its last attempt and at every attempt the ledger keeps, payload and traceback.
     ID: its job id, SOURCE/EVENT_ID (or SOURCE EVENT_ID), or its event id alone."""
-    settings = load_settings()
-    with redis_connection(settings) as connection:
-        store = DeadLetters(settings, connection)
+    with every_dead() as dead:
         if event_id is not None:  # SOURCE EVENT_ID: that event exactly
-            name = exact(store, name, event_id)
-        shown = store.show(resolve(store, name))
-    if shown is None:
-        raise CommandError(f"{name} is not a dead letter (by job id, SOURCE/EVENT_ID or event id)")
+            targets = resolve_events(dead, [(name, event_id)])
+        else:
+            targets = resolve_all(dead, (name,))
+        job_id = targets.job_ids[0]
+        shown = dead.show(job_id, targets.shards[job_id]) if job_id in targets.shards else None
+        if shown is None and dead.failed:  # its shard may be one that did not answer
+            click.echo(f"{cell(name)} is not a dead letter in the shards that answered", err=True)
+            return
+        if shown is None:
+            raise CommandError(
+                f"{name} is not a dead letter (by job id, SOURCE/EVENT_ID or event id)"
+            )
+        _print_shown(shown, traceback_part, as_json)
+
+
+def _print_shown(shown: dict[str, Any], traceback_part: str, as_json: bool) -> None:
+    from workers.runtime.tracebacks import split_traceback  # rq: after the shards answered
+
     if as_json:
         click.echo(json.dumps(shown))
         return
@@ -137,8 +146,8 @@ def dead_show(name: str, event_id: str | None, traceback_part: str, as_json: boo
         click.echo(block(parts.user))
 
 
-def _purge_dry_run(store: DeadLetters, targets: Targets, as_json: bool) -> None:
-    letters = targeted(store, targets)
+def _purge_dry_run(dead: AllDead, targets: Targets, as_json: bool) -> None:
+    letters = targeted(dead, targets)
     _print_letters(letters, as_json, f"would purge {plural(len(letters), 'dead letter')}")
     report_missing(targets, {letter.job_id for letter in letters})
 
@@ -155,11 +164,9 @@ def _reruns(letter: DeadLetter, all_handlers: bool) -> str:
     return ", ".join(letter.rerun_handlers(all_handlers)) or "all but " + ", ".join(kept)
 
 
-def _requeue_dry_run(
-    store: DeadLetters, targets: Targets, all_handlers: bool, as_json: bool
-) -> None:
+def _requeue_dry_run(dead: AllDead, targets: Targets, all_handlers: bool, as_json: bool) -> None:
     """The dry run's letters, each with the handlers its requeue would run again."""
-    letters = targeted(store, targets)
+    letters = targeted(dead, targets)
     print_listing(
         letters,
         as_json,
@@ -198,12 +205,20 @@ def dead_requeue(
     only its handlers that have not succeeded, unless --all-handlers. Each ID: a job id,
     SOURCE/EVENT_ID, or an event id alone; or SOURCE EVENT_ID... (the first argument a
     source's name), events of that source."""
-    with selected(job_ids, all_, filters) as (store, targets):
+    with selected(job_ids, all_, filters) as (dead, targets):
         if dry_run:
-            _requeue_dry_run(store, targets, all_handlers, as_json)
+            _requeue_dry_run(dead, targets, all_handlers, as_json)
         else:
-            requeue = partial(store.requeue, all_handlers=all_handlers)
-            apply_each(requeue, targets, "requeued", as_json)
+            requeue = partial(_requeue, all_handlers=all_handlers)
+            apply_each(dead, requeue, targets, "requeued", as_json)
+
+
+def _requeue(store: DeadLetters, job_id: str, all_handlers: bool) -> bool:
+    return store.requeue(job_id, all_handlers=all_handlers)
+
+
+def _purge(store: DeadLetters, job_id: str) -> bool:
+    return store.purge(job_id)
 
 
 @dead.command("purge")
@@ -224,11 +239,11 @@ def dead_purge(
     """Delete dead letters for good (their event ids stay claimed until the dedupe TTL).
     Each ID: a job id, SOURCE/EVENT_ID, or an event id alone; or SOURCE EVENT_ID... (the
     first argument a source's name), events of that source."""
-    with selected(job_ids, all_, filters) as (store, targets):
+    with selected(job_ids, all_, filters) as (dead, targets):
         if dry_run:
-            _purge_dry_run(store, targets, as_json)
+            _purge_dry_run(dead, targets, as_json)
             return
         if not targets.named and not yes:
             count = plural(len(targets.job_ids), "dead letter")
             click.confirm(f"Delete {count} for good?", abort=True, err=True)
-        apply_each(store.purge, targets, "purged", as_json)
+        apply_each(dead, _purge, targets, "purged", as_json)

@@ -7,11 +7,11 @@ Kept in RQ's own registry so rq-dashboard shows and requeues the same entries th
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from redis import Redis
 from rq import Queue
+from rq.defaults import RQ_KEY_PREFIX
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job
 from rq.registry import FailedJobRegistry
@@ -21,52 +21,13 @@ from app.jobstate import EventStatus, Outcome, UnreadableJob
 from app.keys import Keys
 from app.logs import log_state
 from app.settings import Settings
-from app.turns import FAILURES, HandlerState
+from workers.ops.dead_letter import DeadLetter, Selection
 from workers.ops.ledger import EventLedger
 from workers.ops.purge import Purge
 from workers.ops.reruns import How, Rerun
 from workers.ops.turns_view import attempts_json, states_json, turns_json
 from workers.runtime.outcomes import meta_of, read_event, record
 from workers.runtime.retries import restore_budget
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    job_id: str
-    source: str
-    event_id: str
-    type: str
-    attempts: int
-    error: str
-    failed_at: str | None
-    failed_ts: float | None = None
-    # Where each handler stands for the event (its job's meta); listed as the names of
-    # those that have not succeeded.
-    handlers: dict[str, HandlerState] = field(default_factory=dict)
-
-    @property
-    def failed_handlers(self) -> list[str]:
-        return [name for name, state in self.handlers.items() if state in FAILURES]
-
-    def kept_handlers(self, all_handlers: bool) -> list[str]:
-        """The handlers a requeue does not run again: those that succeeded, unless all."""
-        return [] if all_handlers else [n for n, s in self.handlers.items() if s.succeeded]
-
-    def rerun_handlers(self, all_handlers: bool) -> list[str]:
-        """The handlers it knows of that a requeue runs again (any matching handler that
-        never finished a turn runs too); not one no longer registered at the last attempt."""
-        kept = self.kept_handlers(all_handlers)
-        return [
-            name
-            for name, state in self.handlers.items()
-            if name not in kept and state is not HandlerState.REMOVED
-        ]
-
-    def as_dict(self) -> dict[str, Any]:
-        row = asdict(self)
-        del row["failed_ts"], row["handlers"]
-        row["failed_handlers"] = self.failed_handlers
-        return row
 
 
 def dead_letter_of(job: Job) -> DeadLetter:
@@ -89,38 +50,15 @@ def dead_letter_of(job: Job) -> DeadLetter:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """Which dead letters a bulk command acts on; empty fields match everything."""
-
-    source: str | None = None
-    type: str | None = None
-    error: str | None = None
-    since: float | None = None
-    until: float | None = None
-
-    @property
-    def empty(self) -> bool:
-        return all(v is None for v in (self.source, self.type, self.error, self.since, self.until))
-
-    def matches(self, letter: DeadLetter) -> bool:
-        when = letter.failed_ts
-        return (
-            (self.source is None or letter.source == self.source)
-            and (self.type is None or letter.type == self.type)
-            and (self.error is None or self.error.lower() in letter.error.lower())
-            and (self.since is None or (when is not None and when >= self.since))
-            and (self.until is None or (when is not None and when <= self.until))
-        )
-
-
 class DeadLetters:
     def __init__(self, settings: Settings, connection: Redis) -> None:
         self.settings = settings
         self.connection = connection
         self.queue = Queue(settings.webhook_queue, connection=connection)
         self.registry = FailedJobRegistry(queue=self.queue)
-        self.purger = Purge(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
+        # RQ's names as this process's RQ names them: a shard's, on a cluster.
+        keys = Keys(settings.webhook_key_prefix, settings.webhook_queue, RQ_KEY_PREFIX)
+        self.purger = Purge(keys, connection)
 
     def ids(self) -> list[str]:
         return [str(i) for i in self.registry.get_job_ids(cleanup=False)]
@@ -130,24 +68,6 @@ class DeadLetters:
         jobs = Job.fetch_many(ids, connection=self.connection) if ids else []
         letters = [dead_letter_of(job) for job in jobs if job is not None]
         return [x for x in letters if selection is None or selection.matches(x)]
-
-    def groups(self, selection: Selection | None = None) -> list[dict[str, Any]]:
-        """Dead letters by error, most frequent first: 400 letters read as a few causes."""
-        by_error: dict[str, list[DeadLetter]] = {}
-        for letter in self.find(selection):
-            by_error.setdefault(letter.error, []).append(letter)
-        return [
-            {
-                "error": error,
-                "count": len(letters),
-                "sources": sorted({x.source for x in letters}),
-                "types": sorted({x.type for x in letters}),
-                "first_failed_at": min((x.failed_at or "" for x in letters), default=""),
-                "last_failed_at": max((x.failed_at or "" for x in letters), default=""),
-                "example_job_id": letters[0].job_id,
-            }
-            for error, letters in sorted(by_error.items(), key=lambda kv: -len(kv[1]))
-        ]
 
     def get(self, job_id: str) -> Job | None:
         if job_id not in self.registry:
