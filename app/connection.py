@@ -36,12 +36,12 @@ from app.redis_target import Address, RedisTarget
 from app.settings import ConfigError, Settings
 from app.shards import Shards
 
-# On a cluster, the receiver, `webhooks worker` and `webhooks dead` run; the rest comes
-# with issue 40.
+# On a cluster, every process but the dashboard runs; it comes with issue 40.
 NO_SHARD = (
-    "REDIS_CLUSTER_NODES: on a cluster, only the receiver, `webhooks worker` and "
-    "`webhooks dead` run so far; the dashboard and the other `webhooks` commands do not yet"
+    "REDIS_CLUSTER_NODES: the dashboard does not run on a cluster yet; the receiver, "
+    "the workers and the other `webhooks` commands do"
 )
+
 
 # A sentinel that does not answer within this is skipped for the next one.
 SENTINEL_TIMEOUT = 1.0

@@ -46,7 +46,7 @@ class Intake:
 
     def __init__(self, settings: Settings, connection: Any, shards: Shards | None = None) -> None:
         self.settings = settings
-        self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+        self.keys = settings.keys
         self.shards = shards
         self.shard_keys = [self.keys.sharded(t) for t in shards.tags] if shards else [self.keys]
         self.job_hash = JobHash(

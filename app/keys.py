@@ -20,6 +20,11 @@ RQ_EXECUTION_PREFIX = "rq:execution:"
 RQ_WORKER_PREFIX = "rq:worker:"
 
 
+def rq_prefix(tag: str | None) -> str:
+    """RQ's key prefix: its own on one Redis, under a shard's hash tag on a cluster."""
+    return RQ_PREFIX if tag is None else f"{tag}:{RQ_PREFIX}"
+
+
 def job_id_for(source: str, event_id: str) -> str:
     """A deterministic RQ job id for one event of one source.
 
@@ -40,7 +45,7 @@ class Keys:
     def sharded(self, tag: str) -> Keys:
         """The keys of one shard of a cluster (`app/shards.py`): ours and RQ's, each starting
         with the shard's hash tag, so that one event's keys are in one slot."""
-        return Keys(f"{tag}:{self.prefix}", self.queue_name, f"{tag}:{RQ_PREFIX}")
+        return Keys(f"{tag}:{self.prefix}", self.queue_name, rq_prefix(tag))
 
     @property
     def queues(self) -> str:

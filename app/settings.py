@@ -24,9 +24,11 @@ from pydantic_settings import (
 )
 
 from app.cluster_target import ClusterTarget, parse_cluster_nodes
+from app.keys import Keys, rq_prefix
 from app.providers import PROVIDERS
 from app.redis_target import RedisTarget, parse_target
 from app.settings_checks import check_loaded, one_line
+from app.shards import Shards
 from app.sources import (
     ConfigError,
     Defaults,
@@ -219,6 +221,7 @@ class Settings(BaseSettings):
         "webhook_handlers",
         "webhook_fetch_allow",
         "redis_sentinels",
+        "webhook_retry_intervals",
         mode="before",
     )(_split_csv)
 
@@ -240,17 +243,11 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("webhook_retry_intervals", mode="before")
-    @classmethod
-    def _intervals(cls, value: object) -> object:
-        parts = _split_csv(value)
-        if isinstance(parts, list) and not parts:
-            raise ValueError("WEBHOOK_RETRY_INTERVALS needs at least one value")
-        return parts
-
     @field_validator("webhook_retry_intervals")
     @classmethod
     def _non_negative(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("WEBHOOK_RETRY_INTERVALS needs at least one value")
         if any(v < 0 for v in value):
             raise ValueError("WEBHOOK_RETRY_INTERVALS must be seconds >= 0")
         return value
@@ -278,6 +275,12 @@ class Settings(BaseSettings):
     def shard(self) -> int | None:
         """The shard this worker process serves (`shard_workers.for_shard`)."""
         return self._shard
+
+    @property
+    def keys(self) -> Keys:
+        """This process's key names, ours and RQ's: on a cluster, its shard's (`for_shard`)."""
+        tag = None if self._shard is None else Shards(self.webhook_shards).tag(self._shard)
+        return Keys(self.webhook_key_prefix, self.webhook_queue, rq_prefix(tag))
 
     @property
     def cluster_target(self) -> ClusterTarget | None:

@@ -24,7 +24,7 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The waits the replay's API client asked for, recorded instead of slept: its `sleep`
     seam, so that the rest of the process (Redis, the fake API's threads) sleeps as usual."""
     waited: list[float] = []
-    monkeypatch.setattr("workers.ops.replay.Api", partial(Api, sleep=waited.append))
+    monkeypatch.setattr("workers.ops.provider_replay.Api", partial(Api, sleep=waited.append))
     return waited
 
 

@@ -105,3 +105,21 @@ def test_the_help_lists_each_subcommand_with_its_own_summary() -> None:
         command = main.get_command(ctx, name)
         assert command is not None and command.help is not None
         assert command.help.startswith(lazy.summary), name
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("dead", "list", "--help"),
+        ("events", "list", "--help"),
+        ("replay", "ledger", "--help"),
+        ("replay", "provider", "--help"),
+    ],
+    ids=" ".join,
+)
+def test_a_command_that_runs_over_a_clusters_shards_leaves_rq_unimported(
+    loaded: Callable[..., set[str]], args: tuple[str, ...]
+) -> None:
+    """Its shards' processes are forked first, each importing rq under its shard's prefix
+    (`workers/ops/shard_fanout.py`): rq imported before is imported under none of them."""
+    assert "rq" not in top_level(loaded(*args))

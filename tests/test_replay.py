@@ -256,8 +256,8 @@ def test_github_replay_waits_out_429s_and_dropped_connections(
 def test_a_terminal_gets_a_progress_bar_with_the_counts() -> None:
     import io
 
-    from workers.ops.replay import Counts
     from workers.ops.replay_cli import _progress
+    from workers.ops.replay_counts import Counts
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import ConfigError
+from app.keys import Keys
+from app.settings import ConfigError, Settings
 from app.shards import Shards
+from tests.conftest import SECRET
 from tests.processes import wait_until
-from workers.runtime.shard_workers import parse_shards
+from workers.runtime.shard_workers import for_shard, parse_shards
 
 SHARDS = Shards(16)
 
@@ -100,3 +102,11 @@ def test_in_burst_mode_the_supervisor_ends_with_its_children_and_their_worst_exi
     finally:
         supervisor.kill()
     assert lines(tmp_path / "0") == lines(tmp_path / "1") == ["start"]
+
+
+def test_a_shards_process_names_its_keys_and_rqs_under_the_shards_tag() -> None:
+    settings = Settings.load(webhook_signing_secret=SECRET, webhook_shards=16)
+    assert settings.keys == Keys("webhook", "webhooks")
+    shard = for_shard(settings, 5)
+    assert shard.keys == Keys("webhook", "webhooks").sharded(SHARDS.tag(5))
+    assert shard.keys.job("j") == f"{SHARDS.tag(5)}:rq:job:j"

@@ -4,22 +4,27 @@ that it could not read them); the commands that read one Redis refuse in one lin
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from app.keys import Keys, job_id_for
 from app.shards import Shards
 from tests.cluster.harness import ShardedRedis
 from tests.conftest import AUTH, SECRET
+from tests.fake_apis import FakeApi
+from tests.replay_apis import stripe_event
 
 WEBHOOKS = str(Path(sys.executable).parent / "webhooks")
 
 
 def webhooks(
-    tmp_path: Path, nodes: str, *args: str, shards: int = 8
+    tmp_path: Path, nodes: str, *args: str, shards: int = 8, **variables: str
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WEBHOOK_", "REDIS_", "RQ_"))}
     env |= {
@@ -28,6 +33,7 @@ def webhooks(
         "WEBHOOK_SIGNING_SECRET": SECRET,
         "RQ_DASHBOARD_USERNAME": AUTH[0],
         "RQ_DASHBOARD_PASSWORD": AUTH[1],
+        **variables,
     }
     return subprocess.run(
         [WEBHOOKS, *args], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
@@ -50,17 +56,17 @@ def test_config_check_names_the_primary_of_every_shard(
     assert len(set(said.values())) == 3
 
 
-def test_config_check_says_when_no_node_answers_and_commands_refuse_a_cluster(
+def test_config_check_says_when_no_node_answers_and_the_dashboard_refuses_a_cluster(
     tmp_path: Path,
 ) -> None:
     nowhere = "127.0.0.1:1"
     checked = webhooks(tmp_path, nowhere, "config", "check")
     assert "shards: their owners not read (" in checked.stdout
-    listed = webhooks(tmp_path, nowhere, "events", "list")
-    assert listed.returncode == 1 and "Traceback" not in listed.stderr
-    assert listed.stderr.strip().splitlines()[-1] == (
-        "Error: REDIS_CLUSTER_NODES: on a cluster, only the receiver, `webhooks worker` and "
-        "`webhooks dead` run so far; the dashboard and the other `webhooks` commands do not yet"
+    served = webhooks(tmp_path, nowhere, "dashboard")
+    assert served.returncode == 1 and "Traceback" not in served.stderr
+    assert served.stderr.strip().splitlines()[-1] == (
+        "Error: REDIS_CLUSTER_NODES: the dashboard does not run on a cluster yet; the "
+        "receiver, the workers and the other `webhooks` commands do"
     )
 
 
@@ -91,3 +97,73 @@ def test_dead_list_names_each_shard_of_a_stopped_primary_and_the_others_answer(
     )
     assert named == [(str(n), str(stopped.port)) for n in on_it]
     assert 0 < len(on_it) < shards.count
+
+
+def test_replay_stripe_claims_each_event_in_its_shard_and_github_asks_every_shard(
+    make_sharded_redis: Callable[..., ShardedRedis], tmp_path: Path
+) -> None:
+    cluster = make_sharded_redis()
+    api = FakeApi(page_size=10).start()
+    now = int(time.time())
+    api.events = [stripe_event(n, now - n) for n in range(40)]
+    variables = {
+        "WEBHOOK_SOURCES": "stripe,github",
+        "WEBHOOK_SECRET_STRIPE": "whsec_stripe-secret-0123",
+        "WEBHOOK_SECRET_GITHUB": "github-secret-0123456",
+        "STRIPE_API_KEY": api.key,
+        "STRIPE_API_BASE": api.url,
+        "GITHUB_TOKEN": api.key,
+        "GITHUB_API_BASE": api.url,
+    }
+    try:
+        first = webhooks(
+            tmp_path, cluster.seeds, "replay", "stripe", "--since", "0", "--json", **variables
+        )
+        assert json.loads(first.stdout) == {"fetched": 40, "new": 40, "already_had": 0}, (
+            first.stderr
+        )
+        again = webhooks(
+            tmp_path, cluster.seeds, "replay", "stripe", "--since", "0", "--json", **variables
+        )
+        assert json.loads(again.stdout) == {"fetched": 40, "new": 0, "already_had": 40}
+        shards, client = Shards(8), cluster.client()
+        keys = Keys("webhook", "webhooks")
+        for event in api.events:
+            at = keys.sharded(shards.tag(shards.of("stripe", event["id"])))
+            assert client.exists(at.job(job_id_for("stripe", event["id"])))
+        # Of two failed deliveries, the one a shard has (wherever it is) is not redelivered.
+        had = keys.sharded(shards.tag(5)).seen("github", "guid-had")
+        client.set(had, 1)
+        api.deliveries = [
+            github_delivery(2, "guid-had", now - 5),
+            github_delivery(1, "guid-new", now - 6),
+        ]
+        github = webhooks(
+            tmp_path,
+            cluster.seeds,
+            "replay",
+            "github",
+            "--since",
+            str(now - 60),
+            "--repo",
+            "o/r",
+            "--hook-id",
+            "42",
+            "--json",
+            **variables,
+        )
+        assert json.loads(github.stdout)["redelivered"] == 1, github.stderr
+        assert api.redelivered == [1]
+    finally:
+        api.stop()
+
+
+def github_delivery(number: int, guid: str, when: int) -> dict[str, object]:
+    delivered = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+    return {
+        "id": number,
+        "guid": guid,
+        "status_code": 502,
+        "delivered_at": delivered,
+        "event": "push",
+    }

@@ -278,6 +278,31 @@ def test_on_a_cluster_a_failed_attempt_is_retried_by_its_shards_scheduler_and_de
     assert sorted(row["event_id"] for row in rows) == sorted(dead)
     shown = webhooks(tmp_path, cluster.seeds, "dead", "show", dead[-1], shards=SHARDS.count)
     assert shown.returncode == 0 and f"event_id:     {dead[-1]}" in shown.stdout, shown.stderr
+    # The ledger of every shard: one list, newest first; an event found in its shard.
+    listed = webhooks(tmp_path, cluster.seeds, "events", "list", "--json", shards=SHARDS.count)
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert sorted(row["id"] for row in rows) == sorted(dead + retried), listed.stderr
+    assert [row["received_at"] for row in rows] == sorted(
+        (row["received_at"] for row in rows), reverse=True
+    )
+    dead_ones = webhooks(
+        tmp_path, cluster.seeds, "events", "list", "--status", "dead", shards=SHARDS.count
+    )
+    assert dead_ones.stdout.splitlines()[-1] == f"{len(dead)} events", dead_ones.stderr
+    by_id = webhooks(
+        tmp_path, cluster.seeds, "events", "list", "--id", dead[1], "--json", shards=SHARDS.count
+    )
+    assert [json.loads(line)["id"] for line in by_id.stdout.splitlines()] == [dead[1]]
+    one = webhooks(
+        tmp_path,
+        cluster.seeds,
+        "events",
+        "show",
+        f"inbound/{dead[2]}",
+        "--json",
+        shards=SHARDS.count,
+    )
+    assert json.loads(one.stdout)["status"] == "dead", one.stderr
     purged = webhooks(tmp_path, cluster.seeds, "dead", "purge", dead[0], shards=SHARDS.count)
     assert purged.stdout.strip() == "purged 1 dead letter", purged.stderr
     for event_id in dead:
@@ -289,6 +314,27 @@ def test_on_a_cluster_a_failed_attempt_is_retried_by_its_shards_scheduler_and_de
     assert not client.exists(
         KEYS.sharded(SHARDS.tag(SHARDS.of("inbound", dead[0]))).job(job_id_for("inbound", dead[0]))
     )
+
+    # Every shard's ledger replayed: the settled events run again, each once more.
+    settled = retried + dead[1:]
+    before = {e: effects(redis, e) for e in settled}
+    replayed = webhooks(
+        tmp_path,
+        cluster.seeds,
+        "replay",
+        "ledger",
+        "inbound",
+        "--since",
+        "0",
+        "--status",
+        "done",
+        "--all-handlers",
+        "--json",
+        shards=SHARDS.count,
+    )
+    counts = json.loads(replayed.stdout)
+    assert (counts["fetched"], counts["new"]) == (len(settled), len(settled)), replayed.stderr
+    wait_until(lambda: all(effects(redis, e) == before[e] + 1 for e in settled), 60, "the replays")
 
 
 def send_one(url: str, event_id: str, event_type: str) -> int:

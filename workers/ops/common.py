@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -84,13 +85,17 @@ def _say_target(settings: Settings) -> Target | None:
 def every_shard(settings: Settings) -> Iterator[Fanout]:
     """The shards a command reads and acts on (`shard_fanout.py`): the one Redis, on its
     connection (its errors said as `redis_connection` says them), or each shard of the
-    cluster, each on its own, a failed one named by the command while the others answer."""
+    cluster, each on its own (`Fanout.answered`): a shard that fails is named while the
+    others answer, and the exit status is then 1."""
     if settings.cluster_target is None:
         with redis_connection(settings) as connection:
             yield Fanout(settings, connection)
         return
     _say_target(settings)
-    yield Fanout(settings, None)
+    fanout = Fanout(settings, None)
+    yield fanout
+    if fanout.failed:  # after the command's output, from the shards that answered
+        sys.exit(1)
 
 
 @contextmanager

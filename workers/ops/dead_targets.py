@@ -26,7 +26,7 @@ from app.settings import Settings
 from workers.ops.common import TIME, CommandError, cell, every_shard, load_settings, plural
 from workers.ops.dead_letter import DeadLetter, Selection
 from workers.ops.event_names import source_first
-from workers.ops.shard_fanout import Fanout, failures
+from workers.ops.shard_fanout import Fanout
 
 if TYPE_CHECKING:  # rq is imported by each shard's process, not before (`shard_fanout.py`)
     from workers.ops.deadletters import DeadLetters
@@ -80,16 +80,15 @@ Action = Callable[["DeadLetters", str], bool]
 
 class AllDead:
     """The dead letters of every shard (on one Redis, of its one registry). A shard that
-    fails is said on stderr once and its letters left out; `failed` says whether any did."""
+    fails is said on stderr and its letters left out (`Fanout.answered`)."""
 
     def __init__(self, fanout: Fanout) -> None:
         self.fanout = fanout
         self.settings = fanout.settings
-        self.said: list[str] = []
 
     @property
     def failed(self) -> bool:
-        return bool(self.said)
+        return self.fanout.failed
 
     def _run(
         self, work: Callable[[DeadLetters], Any], shards: list[int] | None = None
@@ -101,12 +100,7 @@ class AllDead:
 
             return work(DeadLetters(settings, connection))
 
-        answers = self.fanout.run(on_shard, shards)
-        for line in failures(answers):
-            if line not in self.said:
-                self.said.append(line)
-                click.echo(cell(line), err=True)
-        return [(answer.shard, answer.value) for answer in answers if answer.failure is None]
+        return self.fanout.answered(on_shard, shards)
 
     def found(self, chosen: Selection | None = None) -> list[tuple[Shard, DeadLetter]]:
         """Every dead letter (of the selection) with its shard; over several shards, by the
@@ -153,14 +147,9 @@ class AllDead:
 
 @contextmanager
 def every_dead() -> Iterator[AllDead]:
-    """The dead letters of the settings' Redis or cluster; the exit status is 1 after the
-    command's output when a shard did not answer."""
-    settings = load_settings()
-    with every_shard(settings) as fanout:
-        dead = AllDead(fanout)
-        yield dead
-    if dead.failed:
-        sys.exit(1)
+    """The dead letters of the settings' Redis or cluster."""
+    with every_shard(load_settings()) as fanout:
+        yield AllDead(fanout)
 
 
 @contextmanager

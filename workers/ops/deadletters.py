@@ -11,7 +11,6 @@ from typing import Any
 
 from redis import Redis
 from rq import Queue
-from rq.defaults import RQ_KEY_PREFIX
 from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job
 from rq.registry import FailedJobRegistry
@@ -56,9 +55,7 @@ class DeadLetters:
         self.connection = connection
         self.queue = Queue(settings.webhook_queue, connection=connection)
         self.registry = FailedJobRegistry(queue=self.queue)
-        # RQ's names as this process's RQ names them: a shard's, on a cluster.
-        keys = Keys(settings.webhook_key_prefix, settings.webhook_queue, RQ_KEY_PREFIX)
-        self.purger = Purge(keys, connection)
+        self.purger = Purge(settings.keys, connection)
 
     def ids(self) -> list[str]:
         return [str(i) for i in self.registry.get_job_ids(cleanup=False)]

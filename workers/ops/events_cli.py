@@ -3,32 +3,36 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
 import click
 from redis import Redis
 
 from app.formats import iso
 from app.jobstate import EventStatus
-from app.keys import Keys
 from app.settings import Settings
 from workers.ops.common import (
     TIME,
     CommandError,
     block,
+    cell,
+    every_shard,
     json_option,
     load_settings,
     payload_fields,
     plural,
     print_field,
     print_listing,
-    redis_connection,
 )
 from workers.ops.event_names import event_named
 from workers.ops.events_page.search import PAGE, EventSearch, Query
 from workers.ops.ledger import EventLedger, LedgerRecord
+from workers.ops.shard_fanout import Fanout
 from workers.ops.turns_view import attempts_json, print_attempts, print_states, states_json
 
 STATUSES = [str(s) for s in EventStatus]
+T = TypeVar("T")
 
 
 @click.group()
@@ -37,7 +41,13 @@ def events() -> None:
 
 
 def _ledger(settings: Settings, connection: Redis) -> EventLedger:
-    return EventLedger(Keys(settings.webhook_key_prefix, settings.webhook_queue), connection)
+    return EventLedger(settings.keys, connection)
+
+
+def _answered(fanout: Fanout, work: Callable[[EventLedger], T]) -> list[T]:
+    """`work` on each shard's ledger (one Redis: its ledger), of the shards that answered."""
+    pairs = fanout.answered(lambda settings, connection: work(_ledger(settings, connection)))
+    return [value for _, value in pairs]
 
 
 EVENTS_HEADER = ("RECEIVED", "SOURCE", "STATUS", "TRIES", "TYPE", "EVENT ID", "LAST ERROR")
@@ -72,13 +82,22 @@ def events_show(source: str, event_id: str | None, as_json: bool) -> None:
             f"unknown source {source!r}; configured: {', '.join(settings.sources)}",
             param_hint="SOURCE",
         )
-    with redis_connection(settings) as connection:
-        record = _ledger(settings, connection).get(source, event_id)
-    if record is None:
-        raise CommandError(
-            f"no record of {source} event {event_id!r}: not received, or older than "
-            "WEBHOOK_LEDGER_TTL"
-        )
+    with every_shard(settings) as fanout:
+        found = _answered(fanout, lambda ledger: ledger.get(source, event_id))
+        record = next((r for r in found if r is not None), None)
+        if record is None and fanout.failed:
+            named = f"{cell(source)}/{cell(event_id)}"
+            click.echo(f"{named}: not in the shards that answered", err=True)
+            return
+        if record is None:
+            raise CommandError(
+                f"no record of {source} event {event_id!r}: not received, or older than "
+                "WEBHOOK_LEDGER_TTL"
+            )
+        _print_record(record, as_json)
+
+
+def _print_record(record: LedgerRecord, as_json: bool) -> None:
     shown = record.summary()
     if record.trace_id:  # the delivery's trace, to look up in the tracing backend
         shown["trace_id"] = record.trace_id
@@ -149,28 +168,61 @@ def events_list(
         raise click.BadParameter(f"unknown source {source!r}", param_hint="--source")
     wanted = EventStatus.DEAD if status == FAILED else EventStatus(status) if status else None
     query = Query(source, event_id, type_, wanted, since, until)
-    with redis_connection(settings) as connection:
-        ledger = _ledger(settings, connection)
+    with every_shard(settings) as fanout:
         if event_id:
-            page = EventSearch(ledger, list(settings.sources)).run(query)
-            found, stripped = page.rows, page.stripped_id
+            pages = _answered(fanout, lambda ledger: _by_id(ledger, query, settings))
+            found = _newest([rows for rows, _ in pages])
+            stripped = any(page_stripped for _, page_stripped in pages)
+            total = len(found)
         else:
-            # Read oldest first (the index's order), shown newest first as the page does.
-            every = reversed(ledger.find(source, wanted, since, until))
-            found = [r for r in every if query.matches(str(r.status), r.type)]
+            newest = _answered(fanout, lambda ledger: _newest_matching(ledger, query, limit))
+            found = _newest([rows for _, rows in newest])
+            total = sum(count for count, _ in newest)
             stripped = False
+        _print_found(found, total, stripped, limit, as_json)
+
+
+def _print_found(
+    found: list[LedgerRecord], total: int, stripped: bool, limit: int, as_json: bool
+) -> None:
     if stripped:
         note = "no event has exactly that id; shown: the id without the spaces around it"
         click.echo(note, err=True)
     shown = found[:limit]
-    summary = plural(len(found), "event") if len(shown) == len(found) else ""
+    summary = plural(total, "event") if len(shown) == total else ""
     print_listing(
         shown,
         as_json,
         LedgerRecord.summary,
         EVENTS_HEADER,
         _row,
-        summary or _more(len(shown), len(found)),
+        summary or _more(len(shown), total),
     )
     if as_json and not summary:
-        click.echo(_more(len(shown), len(found)), err=True)
+        click.echo(_more(len(shown), total), err=True)
+
+
+def _by_id(
+    ledger: EventLedger, query: Query, settings: Settings
+) -> tuple[list[LedgerRecord], bool]:
+    page = EventSearch(ledger, list(settings.sources)).run(query)
+    return page.rows, page.stripped_id
+
+
+def _newest_matching(
+    ledger: EventLedger, query: Query, limit: int
+) -> tuple[int, list[LedgerRecord]]:
+    """How many records match, and the newest `limit` of them, newest first: over several
+    shards, the newest of all are among each shard's newest."""
+    # Read oldest first (the index's order), shown newest first as the page does.
+    every = reversed(ledger.find(query.source, query.status, query.since, query.until))
+    found = [r for r in every if query.matches(str(r.status), r.type)]
+    return len(found), found[:limit]
+
+
+def _newest(per_shard: list[list[LedgerRecord]]) -> list[LedgerRecord]:
+    """Every shard's rows, newest first (one shard's rows are already)."""
+    if len(per_shard) == 1:
+        return per_shard[0]
+    merged = [record for rows in per_shard for record in rows]
+    return sorted(merged, key=lambda r: r.received_at or 0.0, reverse=True)

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from redis import Redis
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
 
 from app.formats import iso, text
 from app.jobstate import EventCall, EventStatus, PayloadFormat
@@ -149,6 +147,11 @@ class EventLedger:
             return None
         record = LedgerRecord.from_fields({text(k): v for k, v in fields.items()})
         if record.payload is None and record.job_id:
+            # Here, not at import: a command over a cluster's shards reads records in the
+            # parent, and rq is imported under each shard's prefix (`shard_fanout.py`).
+            from rq.exceptions import NoSuchJobError
+            from rq.job import Job
+
             try:
                 job = Job.fetch(record.job_id, connection=self.connection)
                 record = replace(record, payload=EventCall.from_args(job.args).raw)

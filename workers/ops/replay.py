@@ -1,20 +1,16 @@
-"""Replaying missed events: from Stripe's events API, GitHub's deliveries API, or the ledger.
+"""Replaying stored events from the ledger (the providers' APIs: `provider_replay.py`).
 
 Deduplication protects against too many deliveries; replay against too few. Everything
-goes through the receiver's own claim, so replaying a window twice, or one that mostly
-arrived, only enqueues what is missing.
+goes through the receiver's own claim or enqueue script, so replaying a window twice, or
+one that mostly arrived, only enqueues what is missing.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
-import httpx
 from redis import Redis
 from rq import Queue
 from rq.executions import ExecutionRegistry
@@ -23,120 +19,15 @@ from app.claim import EnqueueArgs, EnqueueKeys, call
 from app.event_job import NewJob
 from app.intake import SyncIntake
 from app.jobstate import EventStatus
-from app.keys import Keys
 from app.providers.base import Delivery
 from app.settings import Settings, SourceConfig
 from workers.ops.deadletters import DeadLetters
 from workers.ops.ledger import EventLedger, LedgerRecord
-from workers.ops.provider_apis import Api, ReplayError, github_deliveries, stripe_events
-from workers.ops.redact import Redactor
+from workers.ops.replay_counts import Counts
 from workers.ops.reruns import How, Rerun
 from workers.runtime.outcomes import UPDATE_IF_PRESENT
 
-__all__ = [
-    "Counts",
-    "LedgerReplay",
-    "ReplayError",
-    "Replayed",
-    "replay_github",
-    "replay_ledger",
-    "replay_stripe",
-]
-
-
-@dataclass
-class Counts:
-    fetched: int = 0
-    new: int = 0
-    already_had: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "fetched": self.fetched,
-            "new": self.new,
-            "already_had": self.already_had,
-            **self.extra,
-        }
-
-
-def replay_stripe(
-    settings: Settings,
-    source: SourceConfig,
-    redis: Redis,
-    client: httpx.Client,
-    since: float,
-    until: float | None,
-    progress: Callable[[Counts], None],
-) -> Counts:
-    if settings.stripe_api_key is None:
-        raise ReplayError("STRIPE_API_KEY is not set")
-    client.headers["Authorization"] = f"Bearer {settings.stripe_api_key.get_secret_value()}"
-    intake, counts, api = SyncIntake(settings, redis), Counts(), Api(client, Redactor.of(settings))
-    for event in stripe_events(api, settings.stripe_api_base, since, until):
-        counts.fetched += 1
-        delivery = Delivery(
-            event_id=str(event["id"]),
-            event_type=str(event.get("type", "")),
-            headers={"x-webhook-replayed-from": "stripe-api"},
-        )
-        raw = json.dumps(event, separators=(",", ":")).encode()
-        if intake.claim_and_enqueue(source, delivery, raw, time.time()).accepted:
-            counts.new += 1
-        else:
-            counts.already_had += 1
-        progress(counts)
-    return counts
-
-
-def replay_github(
-    settings: Settings,
-    source: SourceConfig,
-    redis: Redis,
-    client: httpx.Client,
-    repo: str,
-    hook_id: int,
-    since: float,
-    until: float | None,
-    progress: Callable[[Counts], None],
-) -> Counts:
-    """Ask GitHub to redeliver the failed deliveries of the window that we do not have; the
-    redeliveries arrive signed, through the receiver."""
-    if settings.github_token is None:
-        raise ReplayError("GITHUB_TOKEN is not set")
-    client.headers.update(
-        {
-            "Authorization": f"Bearer {settings.github_token.get_secret_value()}",
-            "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": "2022-11-28",
-        }
-    )
-    api, keys, counts = (
-        Api(client, Redactor.of(settings)),
-        Keys(settings.webhook_key_prefix, ""),
-        Counts(),
-    )
-    counts.extra = {"failed": 0, "redelivered": 0}
-    hook = f"{settings.github_api_base.rstrip('/')}/repos/{repo}/hooks/{hook_id}"
-    latest: dict[str, dict[str, Any]] = {}
-    for delivery in github_deliveries(api, hook, since, until):
-        counts.fetched += 1
-        guid = delivery["guid"]
-        # A redelivery keeps the guid: judge each event by its newest delivery.
-        if guid not in latest or delivery["id"] > latest[guid]["id"]:
-            latest[guid] = delivery
-    for guid, delivery in latest.items():
-        if redis.exists(keys.seen(source.name, guid), keys.event(source.name, guid)):
-            counts.already_had += 1
-        elif 200 <= int(delivery.get("status_code") or 0) < 300:
-            counts.already_had += 1  # delivered fine; our dedupe window has since closed
-        else:
-            counts.extra["failed"] += 1
-            api.call("POST", f"{hook}/deliveries/{delivery['id']}/attempts")
-            counts.extra["redelivered"] += 1
-            counts.new += 1
-        progress(counts)
-    return counts
+__all__ = ["LedgerReplay", "Replayed", "replay_ledger"]
 
 
 class Replayed(StrEnum):
@@ -163,7 +54,7 @@ class LedgerReplay:
         not succeeded for the event (the record says which did)."""
         self.by = by
         self.all_handlers = all_handlers
-        self.keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+        self.keys = settings.keys
         self.redis = redis
         self.ledger = EventLedger(self.keys, redis)
         self.dead = DeadLetters(settings, redis)

@@ -11,13 +11,17 @@ from typing import TextIO
 
 import click
 import httpx
+from redis import Redis
 
 from app.jobstate import EventStatus
 from app.settings import Settings, SourceConfig
-from workers.ops.common import TIME, CommandError, load_settings, redis_connection
-from workers.ops.provider_apis import MAX_MESSAGE
+from workers.ops.common import TIME, CommandError, every_shard, load_settings
+from workers.ops.provider_apis import MAX_MESSAGE, ReplayError
+from workers.ops.provider_replay import replay_github, replay_stripe
 from workers.ops.redact import Redactor
-from workers.ops.replay import Counts, ReplayError, replay_github, replay_ledger, replay_stripe
+from workers.ops.replay_counts import Counts
+from workers.ops.replay_group import ProviderCommand, ReplayGroup
+from workers.ops.shard_fanout import Fanout
 
 # What `replay ledger --since ...` (or `replay provider --since ...`) meant when no source
 # has that name: the subcommand, with its SOURCE forgotten.
@@ -114,89 +118,18 @@ def _provider_replay(
         )
     if source.provider == "github" and (not repo or hook_id is None):
         raise click.UsageError("a github source needs --repo OWNER/NAME and --hook-id")
-    with redis_connection(settings) as redis, httpx.Client(timeout=30) as client:
+    with every_shard(settings) as fanout, httpx.Client(timeout=30) as client:
 
         def action(progress: Callable[[Counts], None]) -> Counts:
             if source.provider == "stripe":
-                return replay_stripe(settings, source, redis, client, since, until, progress)
+                return replay_stripe(fanout, source, client, since, until, progress)
             assert repo is not None and hook_id is not None
-            return replay_github(
-                settings, source, redis, client, repo, hook_id, since, until, progress
-            )
+            return replay_github(fanout, source, client, repo, hook_id, since, until, progress)
 
         _run(as_json, Redactor.of(settings), action, _UNREADABLE)
 
 
-class _ReplayGroup(click.Group):
-    """`replay SOURCE ...` and `replay provider SOURCE ...` read a provider's API, `replay
-    ledger SOURCE ...` the stored events.
-
-    A source may be named like a subcommand (`ledger`, `provider`). `replay ledger --since
-    T` cannot be the ledger form, which needs a SOURCE: it is the provider form of the source
-    named `ledger`. So a word that names a subcommand is that subcommand when what follows
-    holds a positional argument, an option only the subcommand knows, or --help; otherwise
-    it is the source of the provider form. `replay provider NAME` is never ambiguous."""
-
-    def resolve_command(
-        self, ctx: click.Context, args: list[str]
-    ) -> tuple[str | None, click.Command | None, list[str]]:
-        provider = self.commands["provider"]
-        if args and (args[0] not in self.commands or _is_source(ctx, provider, args)):
-            # Named by the source, so that its usage and errors read as what was typed:
-            # `webhooks replay stripe ...`, not `webhooks replay provider`.
-            ctx.meta[_IMPLICIT] = True
-            return args[0], provider, args
-        return super().resolve_command(ctx, args)
-
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Both forms, as they are typed."""
-        formatter.write_usage(ctx.command_path, "SOURCE --since TIME [OPTIONS]")
-        formatter.write_usage(
-            ctx.command_path, "ledger SOURCE --since TIME [OPTIONS]", prefix=" " * len("Usage: ")
-        )
-
-
-_IMPLICIT = "webhooks.replay.implicit"
-
-
-class _ProviderCommand(click.Command):
-    """`replay provider SOURCE`, also run as `replay SOURCE`: then its usage is that form."""
-
-    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        if ctx.parent is not None and ctx.parent.meta.get(_IMPLICIT):
-            formatter.write_usage(ctx.command_path, "--since TIME [OPTIONS]")
-        else:
-            super().format_usage(ctx, formatter)
-
-
-def _is_source(ctx: click.Context, provider: click.Command, args: list[str]) -> bool:
-    """Whether `args[0]`, a subcommand's name, is the SOURCE of the provider form."""
-    rest = args[1:]
-    if any(arg in ctx.help_option_names for arg in rest):
-        return False
-    options = {
-        name: not option.is_flag
-        for option in provider.params
-        if isinstance(option, click.Option)
-        for name in (*option.opts, *option.secondary_opts)
-    }
-    skip = False
-    for index, arg in enumerate(rest):
-        if skip:
-            skip = False
-        elif arg == "--":
-            return index == len(rest) - 1  # what follows `--` is positional
-        elif arg.startswith("-") and arg != "-":
-            name, equals, _ = arg.partition("=")
-            if name not in options:
-                return False  # e.g. the ledger's --status: the ledger form
-            skip = options[name] and not equals
-        else:
-            return False  # a SOURCE for the subcommand
-    return True
-
-
-replay = _ReplayGroup(
+replay = ReplayGroup(
     "replay",
     help="Fetch missed events from a provider (`replay SOURCE`: Stripe's events, GitHub's "
     "failed deliveries) or from the ledger (`replay ledger SOURCE`); only what is missing "
@@ -205,7 +138,7 @@ replay = _ReplayGroup(
 )
 
 
-@replay.command("provider", cls=_ProviderCommand)
+@replay.command("provider", cls=ProviderCommand)
 @click.argument("source")
 @click.option("--since", type=TIME, required=True, help="ISO 8601 or unix seconds.")
 @click.option("--until", type=TIME, help="ISO 8601 or unix seconds.")
@@ -252,12 +185,49 @@ def replay_from_ledger(
     again only its handlers that have not succeeded, unless --all-handlers."""
     settings = load_settings()
     source_config = _source(settings, source)
-    with redis_connection(settings) as redis:
+    wanted = EventStatus(status) if status else None
+    with every_shard(settings) as fanout:
 
         def action(progress: Callable[[Counts], None]) -> Counts:
-            wanted = EventStatus(status) if status else None
-            return replay_ledger(
-                settings, source_config, redis, since, until, wanted, progress, all_handlers
-            )
+            if fanout.connection is not None:
+                from workers.ops.replay import replay_ledger  # here: rq (`shard_fanout.py`)
+
+                return replay_ledger(
+                    settings,
+                    source_config,
+                    fanout.connection,
+                    since,
+                    until,
+                    wanted,
+                    progress,
+                    all_handlers,
+                )
+            return _ledger_on_every_shard(fanout, source_config, since, until, wanted, all_handlers)
 
         _run(as_json, Redactor.of(settings), action)
+
+
+def _ledger_on_every_shard(
+    fanout: Fanout,
+    source: SourceConfig,
+    since: float,
+    until: float | None,
+    wanted: EventStatus | None,
+    all_handlers: bool,
+) -> Counts:
+    """Each shard replays its own ledger's events, in a process of its own; the counts are
+    summed (no progress bar: the shards' processes report when they are done)."""
+
+    def replay_mine(settings: Settings, connection: Redis) -> Counts:
+        from workers.ops.replay import replay_ledger  # in the shard's process (rq)
+
+        return replay_ledger(
+            settings, source, connection, since, until, wanted, lambda _: None, all_handlers
+        )
+
+    counts = Counts(
+        extra={"requeued": 0, "enqueued": 0, "pending": 0, "no_payload": 0, "untracked": 0}
+    )
+    for _, answer in fanout.answered(replay_mine):
+        counts.add(answer)
+    return counts

@@ -17,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import click
 from redis import Redis
@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.connection import OPERATOR, slot_map, sync_client
+from app.logs import terminal_text
 from app.redis_errors import describe
 from app.settings import ConfigError, Settings
 from app.shards import Shards
@@ -47,12 +48,24 @@ class ShardAnswer(Generic[T]):
     failure: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass
 class Fanout:
     """The shards a command acts on: one Redis (`connection`), or every shard of a cluster."""
 
     settings: Settings
     connection: Redis | None  # None on a cluster
+    failed: bool = False  # a shard did not answer (said on stderr)
+
+    def answered(
+        self, work: Callable[[Settings, Redis], T], shards: list[int] | None = None
+    ) -> list[tuple[int | None, T]]:
+        """(shard, what `work` returned there) of each shard that answered; each that did
+        not is named on stderr, one line each, and marks the command failed."""
+        answers = self.run(work, shards)
+        for line in failures(answers):
+            click.echo(terminal_text(line), err=True)
+            self.failed = True
+        return [(a.shard, cast(T, a.value)) for a in answers if a.failure is None]
 
     def run(
         self, work: Callable[[Settings, Redis], T], shards: list[int] | None = None
@@ -66,6 +79,8 @@ class Fanout:
         settings = self.settings
         target = settings.cluster_target
         assert target is not None
+        if "rq" in sys.modules:  # a module of the command imports rq at import: a bug
+            raise RuntimeError("rq is imported before the shards' processes set its prefix")
         # Read once here, so that each child starts with the map and does not ask again.
         try:
             slot_map(target).refresh()

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from types import FrameType
 
+from app import keys
 from app.logs import logger
 from app.settings import ConfigError, Settings
 from app.shards import Shards
@@ -62,7 +63,7 @@ def for_shard(settings: Settings, shard: int) -> Settings:
 
 
 def rq_prefix(shards: Shards, shard: int) -> str:
-    return f"{shards.tag(shard)}:rq"
+    return keys.rq_prefix(shards.tag(shard))
 
 
 def claim_rq_prefix(prefix: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from redis import Redis
 
-from app.keys import Keys, job_id_for
+from app.keys import job_id_for
 from app.settings import Settings
 from workers.event import Event
 from workers.registry import registry
@@ -55,7 +55,7 @@ def deliver_event(event: Event, settings: Settings, store: Redis) -> Outcome:
     entries = registry.handlers_for(event.source, event.type)
     if not entries:
         return outcome_of(event, entries, [], None)
-    keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+    keys = settings.keys
     context = JobContext(
         store, keys, settings.webhook_ledger_ttl, job_id_for(event.source, event.id)
     )

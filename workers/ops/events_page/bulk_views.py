@@ -116,7 +116,7 @@ def within(redis: Redis, settings: Settings, query: Query) -> frozenset[tuple[st
 
 
 def _keys(settings: Settings) -> Keys:
-    return Keys(settings.webhook_key_prefix, settings.webhook_queue)
+    return settings.keys
 
 
 def add_bulk_routes(

@@ -18,7 +18,6 @@ from redis import Redis
 
 from app.formats import iso
 from app.jobstate import PENDING, EventStatus
-from app.keys import Keys
 from app.settings import Settings
 from workers.ops.dashboard_guard import log_action
 from workers.ops.events_page import actions, bulk_views
@@ -104,7 +103,7 @@ def _age(seconds: float) -> str:
 
 def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blueprint:
     blueprint = Blueprint("events", __name__, url_prefix="/events")
-    keys = Keys(settings.webhook_key_prefix, settings.webhook_queue)
+    keys = settings.keys
     sources = list(settings.sources)
 
     def ledger() -> EventLedger:
