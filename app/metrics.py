@@ -9,7 +9,9 @@ Two kinds of figures:
   depth, scheduled and due retries, dead letters, age of the oldest queued event, live
   workers, the scheduler, and the workers' outcomes. When Redis cannot be read, the
   receiver's own figures are served all the same (its 503s are what an outage shows), with
-  `webhooks_redis_up 0`.
+  `webhooks_redis_up 0`. On a cluster each shard's series carry its `shard` label (and a
+  shard that could not be read, `webhooks_redis_up{shard="3"} 0`): counters per shard do
+  not jump back when a shard misses a scrape, and an alert can name its shard.
 And each source's expected silence (a setting), which the silence alert compares against.
 The alert rules that read them: deploy/prometheus/webhook-alerts.yml.
 """
@@ -17,7 +19,7 @@ The alert rules that read them: deploy/prometheus/webhook-alerts.yml.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,18 +85,36 @@ class SourceSeries:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ShardFigures:
+    """What one scrape read of one shard: None when it could not be read. `shard` is None on
+    one Redis, whose series carry no `shard` label (the rules and the Grafana dashboard read
+    both: `deploy/prometheus/`, `deploy/grafana/`)."""
+
+    shard: int | None
+    snapshot: PipelineSnapshot | None
+
+
 class _SnapshotCollector(Collector):
-    def __init__(self, snapshot: PipelineSnapshot | None, silences: Mapping[str, int]) -> None:
-        self.snapshot = snapshot
+    def __init__(self, shards: Sequence[ShardFigures], silences: Mapping[str, int]) -> None:
+        self.shards = shards
         self.silences = silences
+        self.labels = ["shard"] if any(f.shard is not None for f in shards) else []
+
+    def _at(self, figures: ShardFigures) -> list[str]:
+        return [str(figures.shard)] if self.labels else []
 
     def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily(
+        up = GaugeMetricFamily(
             "webhooks_redis_up",
-            "1 when this scrape read the pipeline's figures from Redis, 0 when it could not "
-            "(they are then left out; the receiver's own are still served).",
-            value=int(self.snapshot is not None),
+            "1 when this scrape read the pipeline's figures from Redis (on a cluster, from the "
+            "shard), 0 when it could not (they are then left out; the receiver's own are still "
+            "served).",
+            labels=self.labels,
         )
+        for figures in self.shards:
+            up.add_metric(self._at(figures), int(figures.snapshot is not None))
+        yield up
         silence = GaugeMetricFamily(
             "webhooks_source_expected_silence_seconds",
             "WEBHOOK_EXPECTED_SILENCE(_<NAME>): how long a source may go without an accepted "
@@ -104,62 +124,69 @@ class _SnapshotCollector(Collector):
         for source, seconds in sorted(self.silences.items()):
             silence.add_metric([source], seconds)
         yield silence
-        if self.snapshot is not None:
-            yield from _pipeline(self.snapshot)
+        read = [(self._at(f), f.snapshot) for f in self.shards if f.snapshot is not None]
+        if read:
+            yield from _pipeline(read, self.labels)
 
 
-def _pipeline(s: PipelineSnapshot) -> Iterator[Metric]:
-    for name, value, description in (
-        ("webhooks_queue_depth", s.queued, "Events waiting for a worker."),
-        ("webhooks_scheduled_retries", s.scheduled, "Events waiting for a retry."),
-        (
-            "webhooks_retries_due",
-            s.retries_due,
-            "Retries whose time has come, not yet put back on the queue by the scheduler.",
-        ),
-        ("webhooks_dead_letters", s.dead, "Events in the dead-letter store."),
-        (
-            "webhooks_oldest_queued_age_seconds",
-            s.oldest_queued_age,
-            "Age of the event at the head of the queue: alert when workers fall behind.",
-        ),
-        ("webhooks_workers", s.workers, "Live workers registered on the queue."),
-        (
-            "webhooks_scheduler_up",
-            int(s.scheduler),
-            "1 when a scheduler holds the queue's lock (it puts due retries back on the queue).",
-        ),
-    ):
-        yield GaugeMetricFamily(name, description, value=value)
+def _pipeline(read: list[tuple[list[str], PipelineSnapshot]], shard: list[str]) -> Iterator[Metric]:
+    for name, value_of, description in GAUGES:
+        gauge = GaugeMetricFamily(name, description, labels=shard)
+        for at, snapshot in read:
+            gauge.add_metric(at, value_of(snapshot))
+        yield gauge
     settled = CounterMetricFamily(
         "webhooks_worker_outcomes",
         "What the workers did, by source and outcome (from Redis: the same on every receiver).",
-        labels=["source", "outcome"],
+        labels=["source", "outcome", *shard],
     )
-    for source, counts in sorted(s.outcomes.items()):
-        for outcome in Outcome:
-            settled.add_metric([source, str(outcome)], counts.get(outcome, 0))
-    yield settled
     by_type = CounterMetricFamily(
         "webhooks_worker_type_outcomes",
         "What the workers did, by source, event type and outcome (a source's first "
         f"{TYPES_PER_SOURCE} types by name, later ones as {OTHER}).",
-        labels=["source", "type", "outcome"],
+        labels=["source", "type", "outcome", *shard],
     )
-    for source, type_counts in sorted(s.type_outcomes.items()):
-        # Every outcome of a type once it is seen: a counter's first count is invisible to
-        # increase() when its series appears with it (the first dead letter of a type).
-        for kind in sorted({kind for kind, _ in type_counts}):
+    for at, s in read:
+        for source, counts in sorted(s.outcomes.items()):
             for outcome in Outcome:
-                by_type.add_metric(
-                    [source, kind, str(outcome)], type_counts.get((kind, outcome), 0)
-                )
+                settled.add_metric([source, str(outcome), *at], counts.get(outcome, 0))
+        for source, type_counts in sorted(s.type_outcomes.items()):
+            # Every outcome of a type once it is seen: a counter's first count is invisible
+            # to increase() when its series appears with it (the first dead letter of a type).
+            for kind in sorted({kind for kind, _ in type_counts}):
+                for outcome in Outcome:
+                    count = type_counts.get((kind, outcome), 0)
+                    by_type.add_metric([source, kind, str(outcome), *at], count)
+    yield settled
     yield by_type
 
 
-def render(snapshot: PipelineSnapshot | None, silences: Mapping[str, int]) -> bytes:
-    """The receiver's figures, then the pipeline's (`snapshot`: None when Redis could not
-    be read) and each source's expected silence."""
+GAUGES: tuple[tuple[str, Callable[[PipelineSnapshot], float], str], ...] = (
+    ("webhooks_queue_depth", lambda s: s.queued, "Events waiting for a worker."),
+    ("webhooks_scheduled_retries", lambda s: s.scheduled, "Events waiting for a retry."),
+    (
+        "webhooks_retries_due",
+        lambda s: s.retries_due,
+        "Retries whose time has come, not yet put back on the queue by the scheduler.",
+    ),
+    ("webhooks_dead_letters", lambda s: s.dead, "Events in the dead-letter store."),
+    (
+        "webhooks_oldest_queued_age_seconds",
+        lambda s: s.oldest_queued_age,
+        "Age of the event at the head of the queue: alert when workers fall behind.",
+    ),
+    ("webhooks_workers", lambda s: s.workers, "Live workers registered on the queue."),
+    (
+        "webhooks_scheduler_up",
+        lambda s: int(s.scheduler),
+        "1 when a scheduler holds the queue's lock (it puts due retries back on the queue).",
+    ),
+)
+
+
+def render(shards: Sequence[ShardFigures], silences: Mapping[str, int]) -> bytes:
+    """The receiver's figures, then the pipeline's (of each shard on a cluster, labelled
+    with it) and each source's expected silence."""
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
@@ -167,5 +194,5 @@ def render(snapshot: PipelineSnapshot | None, silences: Mapping[str, int]) -> by
     else:
         process_metrics = REGISTRY
     pipeline_registry = CollectorRegistry()
-    pipeline_registry.register(_SnapshotCollector(snapshot, silences))
+    pipeline_registry.register(_SnapshotCollector(shards, silences))
     return generate_latest(process_metrics) + generate_latest(pipeline_registry)

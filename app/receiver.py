@@ -21,14 +21,14 @@ from app.errors import InvalidSignature, QueueUnavailable, ReplicasBehind, Unkno
 from app.intake import AsyncIntake
 from app.keyfetch import KeyFetcher, KeyUnavailable
 from app.logs import elapsed_ms, log_state
-from app.metrics import SourceSeries, render
+from app.metrics import ShardFigures, SourceSeries, render
 from app.providers import Delivery, Inbound, Reply, Verifier, verifier_for
 from app.providers.base import event_id_from, event_type_from
 from app.providers.json_body import parse_json_object
 from app.replication import NotReplicated
 from app.settings import Settings, SourceConfig
 from app.shards import Shards
-from app.snapshot import PipelineSnapshot, merged, read_snapshot
+from app.snapshot import PipelineSnapshot, read_snapshot
 from app.tracing import NO_SPAN, DeliverySpan, receiver_tracing
 
 # The least time a request may wait for Redis, however long its upload took.
@@ -253,22 +253,21 @@ class Receiver:
 
     async def metrics(self) -> bytes:
         """Served even when Redis cannot be read: the receiver's 503s are what an outage
-        shows, and a scrape that failed with it would hide them."""
-        snapshot: PipelineSnapshot | None
+        shows, and a scrape that failed with it would hide them. On a cluster, each shard
+        read on its own: one that does not answer leaves the others' figures."""
+        clients, sharded = self.intake.clients, self.intake.shards is not None
+        read = await asyncio.gather(*(self._snapshot(c, i) for i, c in enumerate(clients)))
+        shards = [ShardFigures(i if sharded else None, s) for i, s in enumerate(read)]
+        silences = {name: s.expected_silence for name, s in self.settings.sources.items()}
+        return render(shards, silences)
+
+    async def _snapshot(self, client: Any, shard: int) -> PipelineSnapshot | None:
         try:
             async with asyncio.timeout(self.settings.webhook_ack_timeout):
-                snapshot = merged(
-                    await asyncio.gather(
-                        *(
-                            read_snapshot(client, self.intake.keys_at(i), self.settings.sources)
-                            for i, client in enumerate(self.intake.clients)
-                        )
-                    )
-                )
+                keys = self.intake.keys_at(shard)
+                return await read_snapshot(client, keys, self.settings.sources)
         except (RedisError, TimeoutError):
-            snapshot = None
-        silences = {name: s.expected_silence for name, s in self.settings.sources.items()}
-        return render(snapshot, silences)
+            return None
 
     async def ready(self) -> bool:
         try:

@@ -101,27 +101,3 @@ async def read_snapshot(
             name: read_counts(_counts(hashes[2 * i + 1])) for i, name in enumerate(names)
         },
     )
-
-
-def merged(snapshots: list[PipelineSnapshot]) -> PipelineSnapshot:
-    """The shards' snapshots as one (a single Redis has one): counts added, the oldest
-    event's age the oldest of all, and a scheduler only when every shard has one."""
-    if len(snapshots) == 1:
-        return snapshots[0]
-    total = PipelineSnapshot(scheduler=all(s.scheduler for s in snapshots))
-    for s in snapshots:
-        total.queued += s.queued
-        total.scheduled += s.scheduled
-        total.retries_due += s.retries_due
-        total.dead += s.dead
-        total.workers += s.workers
-        total.oldest_queued_age = max(total.oldest_queued_age, s.oldest_queued_age)
-        for source, counts in s.outcomes.items():
-            mine = total.outcomes.setdefault(source, {})
-            for name, count in counts.items():
-                mine[name] = mine.get(name, 0) + count
-        for source, typed in s.type_outcomes.items():
-            kept = total.type_outcomes.setdefault(source, {})
-            for pair, count in typed.items():
-                kept[pair] = kept.get(pair, 0) + count
-    return total

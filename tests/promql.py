@@ -75,8 +75,12 @@ def served(exposition: str) -> Series:
     return series
 
 
-def unserved(expr: str, series: Series) -> list[str]:
-    """What `expr` reads that `series` does not have, in words; empty when all is served."""
+def unserved(
+    expr: str, series: Series, grouped_elsewhere: frozenset[str] = frozenset()
+) -> list[str]:
+    """What `expr` reads that `series` does not have, in words; empty when all is served.
+    `grouped_elsewhere`: labels it may group by that only another deployment serves (a
+    cluster's `shard`, checked on a cluster's /metrics)."""
     found = reads(expr)
     problems = []
     for name, labels in found.metrics.items():
@@ -87,7 +91,7 @@ def unserved(expr: str, series: Series) -> list[str]:
             f"label {name}{{{label}}}" for label in labels - set(series[name]) - TARGET_LABELS
         ]
     read = [series.get(name, {}) for name in found.metrics]
-    known = set().union(*(set(labels) for labels in read)) | TARGET_LABELS
+    known = set().union(*(set(labels) for labels in read)) | TARGET_LABELS | grouped_elsewhere
     problems += [f"label {label} (by/on)" for label in sorted(found.grouped - known)]
     for label, value in sorted(found.values):
         if not any(value in labels.get(label, set()) for labels in read):

@@ -106,6 +106,15 @@ MOVED = [
     ("WebhookSlowAcks", "> 1", "> 0.4"),
     ("WebhookRedisUnreachable", "for: 2m", "for: 0m"),
     ("WebhookMetricsAbsent", "absent(webhooks_redis_up)", "absent(webhooks_redis_down)"),
+    # On a cluster: the shards summed, and each shard judged on its own.
+    ("WebhookQueueBacklog", "sum(max by (shard)", "max(max by (shard)"),
+    ("WebhookWorkersAbsent", "max by (shard) (webhooks_workers)", "max(webhooks_workers)"),
+    ("WebhookQueueNotDraining", "sum by (shard) (max", "sum(max"),
+    (
+        "WebhookSchedulerAbsent",
+        "max by (shard) (webhooks_scheduler_up)",
+        "min(webhooks_scheduler_up)",
+    ),
 ]
 
 

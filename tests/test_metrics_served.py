@@ -43,9 +43,11 @@ def test_every_series_the_rules_and_the_dashboard_read_is_served(
         "the worker's outcome and its scheduler on /metrics",
     )
     series = served(scrape(web.url))
+    # `shard`: on a cluster only (tests/cluster/test_cluster_stack.py checks it there).
+    shard = frozenset({"shard"})
     missing = {
-        **{f"rule {r['alert']}": unserved(r["expr"], series) for r in rules()},
-        **{f"panel query {e}": unserved(e, series) for e in expressions()},
+        **{f"rule {r['alert']}": unserved(r["expr"], series, shard) for r in rules()},
+        **{f"panel query {e}": unserved(e, series, shard) for e in expressions()},
     }
     for metric, label in variable_queries():
         missing[f"variable label_values({metric}, {label})"] = (

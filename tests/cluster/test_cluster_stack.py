@@ -27,6 +27,9 @@ from tests.cluster.harness import ShardedRedis
 from tests.cluster.test_cluster_commands import webhooks
 from tests.conftest import event_body, sign
 from tests.processes import Stack, effects, wait_until
+from tests.promql import served, unserved
+from tests.test_alert_rules import rules
+from tests.test_grafana_dashboard import expressions
 from workers.dev.redis_server import RedisServer
 
 # The events of the two-receiver test: 600 in `make test`; the issue's 3,000 by hand
@@ -143,13 +146,25 @@ def test_two_receivers_and_the_workers_on_a_cluster_accept_and_handle_each_event
     queues = [KEYS.sharded(SHARDS.tag(shard)).queue for shard in SHARDS]
     wait_until(lambda: all(client.llen(q) == 0 for q in queues), 20, "empty queues")
     assert handled_once(redis, events)
-    # /metrics reads every shard: a worker and a scheduler each, nothing waiting.
+    # /metrics reads every shard, each labelled: a worker and a scheduler each, nothing
+    # waiting; and every series the alert rules and the Grafana dashboard read is served.
     wanted = {
-        "webhooks_queue_depth": 0.0,
-        "webhooks_workers": float(SHARDS.count),
-        "webhooks_scheduler_up": 1.0,
+        f'{name}{{shard="{shard}"}}': value
+        for shard in SHARDS
+        for name, value in (
+            ("webhooks_queue_depth", 0.0),
+            ("webhooks_workers", 1.0),
+            ("webhooks_scheduler_up", 1.0),
+            ("webhooks_redis_up", 1.0),
+        )
     }
     wait_until(lambda: metrics(web.url, wanted) == wanted, 30, "every shard in /metrics")
+    series = served(httpx.get(f"{web.url}/metrics", timeout=5).text)
+    missing = {
+        **{f"rule {r['alert']}": unserved(r["expr"], series) for r in rules()},
+        **{f"panel query {e}": unserved(e, series) for e in expressions()},
+    }
+    assert {where: what for where, what in missing.items() if what} == {}
 
 
 def metrics(url: str, names: dict[str, float]) -> dict[str, float]:
@@ -342,3 +357,24 @@ def send_one(url: str, event_id: str, event_type: str) -> int:
     return httpx.post(
         f"{url}/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)}
     ).status_code
+
+
+def test_metrics_name_the_shards_of_a_stopped_primary_and_serve_the_others(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+) -> None:
+    # The other primaries keep serving their slots while one and its replica are gone.
+    cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
+    stack = make_stack(
+        redis_server.url, REDIS_CLUSTER_NODES=cluster.seeds, WEBHOOK_SHARDS=str(SHARDS.count)
+    )
+    web = stack.start("web")
+    stopped = cluster.primary_for_slot(SHARDS.slot(1))
+    for node in [stopped, *(n for n in cluster.replicas() if n.primary_id == stopped.node_id)]:
+        node.process.kill()
+        node.process.wait()
+    up = {f'webhooks_redis_up{{shard="{shard}"}}': float(shard != 1) for shard in SHARDS}
+    wait_until(lambda: metrics(web.url, up) == up, 30, "shard 1 down on /metrics")
+    depths = metrics(web.url, {f'webhooks_queue_depth{{shard="{s}"}}': 0.0 for s in SHARDS})
+    assert set(depths) == {'webhooks_queue_depth{shard="0"}', 'webhooks_queue_depth{shard="2"}'}
