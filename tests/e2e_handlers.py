@@ -106,3 +106,10 @@ def fails_first_timed(event: Event) -> None:
     r.rpush(f"attempt_times:{event.id}", seconds + micros / 1_000_000)
     if event.attempt == 1:
         raise RuntimeError("downstream is down")
+
+
+@handler("inbound", "subscription.updated", entity="data.object.id", version="data.object.version")
+def subscription_updated(event: Event) -> None:
+    # The versions applied, in the order they were: the version guard's record.
+    subscription = event.payload["data"]["object"]
+    _redis().rpush(f"applied:{subscription['id']}", subscription["version"])

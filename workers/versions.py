@@ -54,6 +54,13 @@ class JobContext:
 current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar(
     "webhook_job", default=None
 )
+# Where an entity's version is kept when not in the event's own keys: set for a worker
+# process on a cluster (`workers/runtime/entity_versions.py`), whose events of one entity
+# land in several shards. (source, entity id) -> (connection, key).
+Placement = Callable[[str, str], tuple[Redis, str]]
+placement: contextvars.ContextVar[Placement | None] = contextvars.ContextVar(
+    "webhook_entity_versions", default=None
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +108,13 @@ def newer_version(event: Event, entity: Selector, version: Selector) -> bool:
     entity_id = select(event, entity)
     if entity_id is None or entity_id == "":
         raise PermanentError("version guard: the entity id is empty")
-    key = context.keys.version(event.source, str(entity_id))
-    claimed = context.connection.eval(
+    place = placement.get()
+    connection, key = (
+        place(event.source, str(entity_id))
+        if place is not None
+        else (context.connection, context.keys.version(event.source, str(entity_id)))
+    )
+    claimed = connection.eval(
         CLAIM_VERSION, 1, key, as_version(select(event, version)), context.owner, context.ttl
     )
     return bool(claimed)

@@ -31,6 +31,7 @@ from tests.promql import served, unserved
 from tests.test_alert_rules import rules
 from tests.test_grafana_dashboard import expressions
 from workers.dev.redis_server import RedisServer
+from workers.runtime.entity_versions import ENTITY
 
 # The events of the two-receiver test: 600 in `make test`; the issue's 3,000 by hand
 # (`CLUSTER_EVENTS=3000 .venv/bin/pytest tests/cluster/test_cluster_stack.py -k two`).
@@ -378,3 +379,55 @@ def test_metrics_name_the_shards_of_a_stopped_primary_and_serve_the_others(
     wait_until(lambda: metrics(web.url, up) == up, 30, "shard 1 down on /metrics")
     depths = metrics(web.url, {f'webhooks_queue_depth{{shard="{s}"}}': 0.0 for s in SHARDS})
     assert set(depths) == {'webhooks_queue_depth{shard="0"}', 'webhooks_queue_depth{shard="2"}'}
+
+
+def test_the_version_guard_holds_for_an_entity_whose_events_land_in_every_shard(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    _, web = cluster_stack(make_stack, cluster, redis_server)
+    # Versions 1-4 of one subscription, each an event of another shard where it can be.
+    ids = {
+        v: next(
+            f"evt_v{v}_{n}" for n in range(100) if SHARDS.of("inbound", f"evt_v{v}_{n}") == v % 3
+        )
+        for v in range(1, 5)
+    }
+    assert len({SHARDS.of("inbound", e) for e in ids.values()}) == 3
+    client = cluster.client()
+
+    def send_version(version: int) -> None:
+        body = event_body(
+            ids[version],
+            "subscription.updated",
+            data={"object": {"id": "sub_1", "version": version}},
+        )
+        response = httpx.post(
+            f"{web.url}/webhooks/inbound", content=body, headers={"X-Signature-256": sign(body)}
+        )
+        assert response.status_code == 200
+
+    def status(version: int) -> str:
+        at = KEYS.sharded(SHARDS.tag(SHARDS.of("inbound", ids[version])))
+        return (client.hget(at.event("inbound", ids[version]), "status") or b"").decode()
+
+    def applied() -> list[int]:
+        return [int(v) for v in redis.lrange("applied:sub_1", 0, -1)]
+
+    send_version(3)
+    wait_until(lambda: applied() == [3], 30, "version 3 applied")
+    send_version(1)
+    send_version(2)
+    wait_until(lambda: status(1) == status(2) == "stale", 30, "versions 1 and 2 stale")
+    send_version(4)
+    wait_until(lambda: applied() == [3, 4], 30, "version 4 applied")
+    # One key for the entity, in the shard its id chooses, whatever its events' shards.
+    held = [
+        shard
+        for shard in SHARDS
+        if client.exists(KEYS.sharded(SHARDS.tag(shard)).version("inbound", "sub_1"))
+    ]
+    assert held == [SHARDS.of("inbound", ENTITY + "sub_1")]

@@ -34,10 +34,12 @@ from app.settings import ConfigError, Settings
 from app.startup_checks import Process, check_startup
 from pytest_webhook_receiver.clash import PACKAGES, on_path
 from workers.registry import registry
+from workers.runtime.entity_versions import EntityVersions
 from workers.runtime.recovery import release_previous
 from workers.runtime.reports import flush_reports, reporting, worker_reports
 from workers.runtime.spans import NO_SPANS, WorkerSpans, worker_spans
 from workers.runtime.worker import WebhookWorker
+from workers.versions import placement
 
 PROBE_EVERY = 0.5
 
@@ -126,9 +128,12 @@ def run_worker(settings: Settings, burst: bool = False) -> None:
     spans = worker_spans(settings)
     # Handler errors to Sentry (SENTRY_DSN): for the whole process, the fork's child too.
     reported = reporting.set(worker_reports(settings))
+    # On a cluster, the version guard's keys are the entity's, not the event's shard's.
+    placed = placement.set(EntityVersions.of(settings))
     try:
         supervise(settings, burst, spans)
     finally:
+        placement.reset(placed)
         # What is still buffered is sent before the process ends.
         flush_reports()
         reporting.reset(reported)
