@@ -9,9 +9,12 @@ in their shard, where `webhooks dead` lists, shows and requeues them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
+import signal
+import subprocess
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -431,3 +434,42 @@ def test_the_version_guard_holds_for_an_entity_whose_events_land_in_every_shard(
         if client.exists(KEYS.sharded(SHARDS.tag(shard)).version("inbound", "sub_1"))
     ]
     assert held == [SHARDS.of("inbound", ENTITY + "sub_1")]
+
+
+def descendants(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    children = [int(child) for child in found.stdout.split()]
+    return children + [grand for child in children for grand in descendants(child)]
+
+
+def test_a_shards_worker_killed_mid_job_is_started_again_and_its_job_recovered(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    stack, web = cluster_stack(make_stack, cluster, redis_server)
+    worker = stack.processes[-1]
+    event_id = next(f"evt_k{n}" for n in range(100) if SHARDS.of("inbound", f"evt_k{n}") == 2)
+    redis.set(f"sleep:{event_id}", 120)
+    assert send_one(web.url, event_id, "order.slow") == 200
+    wait_until(lambda: redis.get(f"starts:{event_id}") == b"1", 30, "the slow job to start")
+    redis.set(f"sleep:{event_id}", 0.1)  # its retry returns at once
+    shard_2 = [
+        pid
+        for pid in descendants(worker.popen.pid)
+        if b"--shards=2" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    ]
+    below = {pid for top in shard_2 for pid in descendants(top)}  # its scheduler, its batch
+    [process] = [pid for pid in shard_2 if pid not in below]
+    for pid in [process, *descendants(process)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+    # Its supervisor starts it again; the job comes back within the bound of one Redis (a
+    # killed worker's heartbeat expires after 15 s, maintenance runs every 10 s).
+    wait_until(lambda: effects(redis, event_id) == 1, 60, "the recovered job")
+    record = KEYS.sharded(SHARDS.tag(2)).event("inbound", event_id)
+    assert cluster.client().hget(record, "attempts") == b"2"
+    assert "shard worker ended by itself; starting it again" in worker.output()
