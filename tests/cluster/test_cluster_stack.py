@@ -473,3 +473,20 @@ def test_a_shards_worker_killed_mid_job_is_started_again_and_its_job_recovered(
     record = KEYS.sharded(SHARDS.tag(2)).event("inbound", event_id)
     assert cluster.client().hget(record, "attempts") == b"2"
     assert "shard worker ended by itself; starting it again" in worker.output()
+
+
+def test_worker_processes_given_shard_ranges_leave_no_shard_without_a_worker(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+) -> None:
+    # Two machines' worth: `--shards 0-1` on one, `--shards 2` on the other.
+    cluster = make_sharded_redis()
+    stack = make_stack(
+        redis_server.url, REDIS_CLUSTER_NODES=cluster.seeds, WEBHOOK_SHARDS=str(SHARDS.count)
+    )
+    web = stack.start("web")
+    stack.start("worker", extra_args="--shards 0-1")
+    stack.start("worker", extra_args="--shards 2")
+    each = {f'webhooks_workers{{shard="{shard}"}}': 1.0 for shard in SHARDS}
+    wait_until(lambda: metrics(web.url, each) == each, 30, "a worker on every shard")
