@@ -113,16 +113,49 @@ def run_shards(settings: Settings, burst: bool, paths: tuple[str, ...], spec: st
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, envvar="HOST")
 @click.option("--port", default=9181, show_default=True, type=int, envvar="PORT")
-def dashboard(host: str, port: int) -> None:
+@click.option(
+    "--shard",
+    type=click.IntRange(min=0),
+    help="On a cluster: this shard's dashboard alone (rq-dashboard under its RQ prefix).",
+)
+@click.option("--unix-socket", hidden=True, help="Serve on this socket (behind the front).")
+def dashboard(host: str, port: int, shard: int | None, unix_socket: str | None) -> None:
     """Serve rq-dashboard for the webhook queue, behind HTTP Basic auth."""
     from app.settings import ConfigError
     from workers.ops.common import CommandError, load_settings
-    from workers.ops.dashboard import run_dashboard
 
     try:
-        run_dashboard(load_settings(), host, port)
+        settings = load_settings()
+        if settings.cluster_target is None:
+            if shard is not None:
+                raise ConfigError(
+                    "--shard: shards are a cluster's (REDIS_CLUSTER_NODES is not set)"
+                )
+            from workers.ops.dashboard import run_dashboard
+
+            run_dashboard(settings, host, port)
+        elif shard is None:
+            from workers.ops.dashboard_front import run_front
+
+            run_front(settings, host, port)
+        else:
+            run_shard_dashboard(settings, shard, host, port, unix_socket)
     except ConfigError as exc:
         raise CommandError(str(exc)) from None
+
+
+def run_shard_dashboard(
+    settings: Settings, shard: int, host: str, port: int, unix_socket: str | None
+) -> None:
+    from app.shards import Shards
+    from workers.runtime import shard_workers as sw
+
+    shards = Shards(settings.webhook_shards)
+    [chosen] = sw.parse_shards(str(shard), shards)
+    sw.claim_rq_prefix(sw.rq_prefix(shards, chosen))
+    from workers.ops.dashboard import run_dashboard  # imports rq: after its prefix is set
+
+    run_dashboard(sw.for_shard(settings, chosen), host, port, unix_socket)
 
 
 @main.command()

@@ -19,6 +19,10 @@ What differs from `rq-dashboard` run bare:
 from __future__ import annotations
 
 import hmac
+import os
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, request
@@ -53,16 +57,11 @@ REALM = 'Basic realm="webhooks dashboard", charset="UTF-8"'
 
 def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Flask:
     check_startup(settings, Process.DASHBOARD)
-    username = settings.rq_dashboard_username or ""
-    assert settings.rq_dashboard_password is not None  # the startup check requires both
-    password = settings.rq_dashboard_password.get_secret_value()
-    expected_user, expected_password = username.encode(), password.encode()
     brake = brake or LoginBrake()
-    redact = Redactor.of(settings)
 
     app: Flask = make_flask_app(None, None, None, "")
     # Shown in the page's instance list: where, never a credential.
-    app.config["RQ_DASHBOARD_REDIS_URL"] = (settings.redis_target.where,)
+    app.config["RQ_DASHBOARD_REDIS_URL"] = (where(settings),)
     app.config["RQ_DASHBOARD_POLL_INTERVAL"] = 2500
     use_connection(app, sync_client(settings, OPERATOR), settings)
     # rq-dashboard's templates escaped first, then edited (the edits anchor on `<%- %>`).
@@ -84,6 +83,25 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         logged_by_view=EVENT_ACTIONS,
         requeue=DashboardRequeue(settings, connection),
     )
+
+    install_login(app, settings, brake, guard.check)
+    return app
+
+
+def install_login(
+    app: Flask,
+    settings: Settings,
+    brake: LoginBrake,
+    then: Callable[[], Response | None] = lambda: None,
+) -> None:
+    """HTTP Basic auth on every request, compared in constant time, a client that keeps
+    failing locked out (`login_brake.py`); `then` runs after a good login (the action guard).
+    And every answer's hardening headers."""
+    username = settings.rq_dashboard_username or ""
+    assert settings.rq_dashboard_password is not None  # the startup check requires both
+    password = settings.rq_dashboard_password.get_secret_value()
+    expected_user, expected_password = username.encode(), password.encode()
+    redact = Redactor.of(settings)
 
     @app.before_request
     def require_login() -> Response | None:
@@ -108,7 +126,7 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         password_ok = hmac.compare_digest(given_password, expected_password)
         if user_ok and password_ok:
             brake.succeeded(client)
-            return guard.check()
+            return then()
         failure = brake.failed(client)
         log_failure(request.remote_addr, shown_user(auth.username or "", redact), failure)
         if failure.locked_for:
@@ -121,8 +139,6 @@ def create_dashboard(settings: Settings, brake: LoginBrake | None = None) -> Fla
         response.headers.setdefault("X-Frame-Options", "DENY")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
-
-    return app
 
 
 def use_connection(app: Flask, connection: Redis, settings: Settings) -> None:
@@ -151,12 +167,33 @@ def use_connection(app: Flask, connection: Redis, settings: Settings) -> None:
 
     @app.errorhandler(RedisError)
     def redis_unavailable(exc: RedisError) -> Response:
-        line = describe(exc, settings.redis_target)
+        line = describe(exc, settings.cluster_target or settings.redis_target)
         logger.warning(f"dashboard: redis unavailable: {line}")
         return Response(f"Redis unavailable: {line}\n", 503, {"Retry-After": "5"}, "text/plain")
 
 
-def run_dashboard(settings: Settings, host: str, port: int) -> None:
+def where(settings: Settings) -> str:
+    cluster = settings.cluster_target
+    if cluster is None:
+        return settings.redis_target.where
+    return f"shard {settings.shard} of the {cluster.where}"
+
+
+def end_with_parent() -> None:
+    """A shard's dashboard behind the front ends when the front does, however it ended."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()
+
+
+def run_dashboard(settings: Settings, host: str, port: int, unix_socket: str | None = None) -> None:
+    """Serve the dashboard: on HOST:PORT, or on a unix socket (a cluster's shard dashboard
+    behind the front, `dashboard_front.py`, under its path `/shards/<n>`)."""
     # waitress, not Flask's development server: this page can requeue and delete events.
     import waitress
 
@@ -164,5 +201,12 @@ def run_dashboard(settings: Settings, host: str, port: int) -> None:
     # waitress's lines in ours; its "Task queue depth" warnings at DEBUG (library_logs.py).
     route_library_logs("waitress")
     app = create_dashboard(settings)
+    if unix_socket is not None:
+        end_with_parent()
+        prefix = f"/shards/{settings.shard}"
+        waitress.serve(
+            app, unix_socket=unix_socket, url_prefix=prefix, threads=4, ident="webhooks-dashboard"
+        )
+        return
     print(f"dashboard on http://{host}:{port}/", flush=True)
     waitress.serve(app, host=host, port=port, threads=4, ident="webhooks-dashboard")

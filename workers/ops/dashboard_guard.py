@@ -36,6 +36,7 @@ from flask import Flask, Response, current_app, jsonify, request
 from jinja2 import BaseLoader, Environment
 from redis import Redis
 from rq import Queue
+from rq.defaults import RQ_KEY_PREFIX
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 
@@ -187,8 +188,9 @@ class ActionGuard:
         return None
 
     def _purge(self) -> Purge:
-        # Only RQ's keys of the queue are named: no prefix of ours.
-        return Purge(Keys("", self.queue_name), self.connection())
+        # Only RQ's keys of the queue are named (no prefix of ours), under this process's
+        # RQ prefix: a shard's, in a cluster's shard dashboard.
+        return Purge(Keys("", self.queue_name, RQ_KEY_PREFIX), self.connection())
 
     def _purge_one(self, job_id: str) -> Response:
         if not self._purge()(job_id):

@@ -1,0 +1,158 @@
+"""The Procfile's dashboard on a Redis Cluster: one address, a page listing every shard
+(its primary, whether it answers), and each shard's own rq-dashboard and Events page behind
+the same login, started by the front when first asked for. Dead letters of three shards on
+three primaries are shown and requeued each on its shard's pages; a requeue from another
+origin is refused there; a stopped primary's shards are said down while the others serve."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from redis import Redis
+
+from app.keys import job_id_for
+from app.shards import Shards
+from tests.cluster.harness import ShardedRedis
+from tests.cluster.test_cluster_stack import send_one
+from tests.conftest import AUTH
+from tests.faults.browser import chromium, log_in, page_text
+from tests.processes import Process, Stack, effects, wait_http, wait_until
+from workers.dev.redis_server import RedisServer
+
+SHARDS = Shards(3)
+
+
+def site(
+    make_stack: Callable[..., Stack], cluster: ShardedRedis, effects_at: RedisServer
+) -> tuple[Process, Process]:
+    stack = make_stack(
+        effects_at.url,
+        REDIS_CLUSTER_NODES=cluster.seeds,
+        WEBHOOK_SHARDS=str(SHARDS.count),
+        EFFECTS_REDIS_URL=effects_at.url,
+        WEBHOOK_MAX_RETRIES="0",
+    )
+    web, dashboard = stack.start("web"), stack.start("dashboard")
+    stack.start("worker")
+    wait_http(dashboard.url + "/", dashboard, auth=AUTH)
+    return web, dashboard
+
+
+def one_per_shard(prefix: str) -> dict[int, str]:
+    candidates = [f"{prefix}{n}" for n in range(200)]
+    return {s: next(c for c in candidates if SHARDS.of("inbound", c) == s) for s in SHARDS}
+
+
+def get(dashboard: Process, path: str, **options: Any) -> httpx.Response:
+    return httpx.get(dashboard.url + path, auth=AUTH, timeout=30, **options)
+
+
+def test_each_shards_dead_letter_is_shown_and_requeued_on_its_shards_pages(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = one_per_shard("evt_dash")
+    for event_id in dead.values():
+        redis.set(f"fail:{event_id}", 1)
+        assert send_one(web.url, event_id, "order.flaky") == 200
+    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+
+    listing = get(dashboard, "/")
+    assert listing.status_code == 200
+    primaries = {str(n.port) for n in cluster.primaries()}
+    assert listing.text.count("answers") == SHARDS.count
+    assert all(port in listing.text for port in primaries)
+    assert httpx.get(dashboard.url + "/", timeout=10).status_code == 401
+
+    for shard, event_id in dead.items():
+        # Its shard's rq-dashboard lists its dead letter, and no other shard's.
+        failed = get(dashboard, f"/shards/{shard}/0/data/jobs/webhooks/failed/50/asc/1.json")
+        assert failed.status_code == 200, failed.text
+        ids = {job["id"] for job in failed.json()["jobs"]}
+        assert ids == {job_id_for("inbound", event_id)}
+        events = get(dashboard, f"/shards/{shard}/events", params={"status": "dead"})
+        assert event_id in events.text
+        assert all(other not in events.text for other in dead.values() if other != event_id)
+
+    # A requeue from another origin is refused by the shard's guard, through the front.
+    shard, event_id = 1, dead[1]
+    form = {"source": "inbound", "id": event_id}
+    forged = httpx.post(
+        f"{dashboard.url}/shards/{shard}/events/requeue",
+        data=form,
+        auth=AUTH,
+        headers={"Origin": "https://attacker.example"},
+    )
+    assert forged.status_code == 403
+    assert effects(redis, event_id) == 1
+    for event_id in dead.values():
+        redis.delete(f"fail:{event_id}")
+    for shard, event_id in dead.items():
+        requeued = httpx.post(
+            f"{dashboard.url}/shards/{shard}/events/requeue",
+            data={"source": "inbound", "id": event_id},
+            auth=AUTH,
+            headers={"Origin": dashboard.url},
+        )
+        assert requeued.status_code == 303, requeued.text
+        assert requeued.headers["location"].startswith(f"/shards/{shard}/events/event?")
+    wait_until(lambda: all(effects(redis, e) == 2 for e in dead.values()), 30, "the requeues")
+
+
+def test_a_stopped_primarys_shards_are_said_down_and_the_others_served(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+) -> None:
+    cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
+    _, dashboard = site(make_stack, cluster, redis_server)
+    stopped = cluster.primary_for_slot(SHARDS.slot(2))
+    for node in [stopped, *(n for n in cluster.replicas() if n.primary_id == stopped.node_id)]:
+        node.process.kill()
+        node.process.wait()
+
+    listing = get(dashboard, "/")
+    assert listing.text.count("answers") == SHARDS.count - 1
+    assert f"<td>2</td><td>127.0.0.1:{stopped.port}</td><td>down: " in listing.text
+    down = get(dashboard, "/shards/2/events")
+    assert down.status_code == 503 and "Redis unavailable" in down.text
+    assert len(down.text.strip().splitlines()) == 1
+    assert get(dashboard, "/shards/0/events").status_code == 200
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    yield from chromium()
+
+
+def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_letter(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+    browser: Any,
+) -> None:
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = one_per_shard("evt_seen")
+    for event_id in dead.values():
+        redis.set(f"fail:{event_id}", 1)
+        assert send_one(web.url, event_id, "order.flaky") == 200
+    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+    log_in(browser)
+    browser.get(dashboard.url + "/")
+    wait_until(lambda: page_text(browser).count("answers") == SHARDS.count, 20, "the shards")
+    for shard, event_id in dead.items():
+        # rq-dashboard's list is filled by its script, from its JSON under /shards/<n>/.
+        browser.get(f"{dashboard.url}/shards/{shard}/0/view/jobs/webhooks/failed/8/asc/1")
+        job_id = job_id_for("inbound", event_id)
+        wait_until(lambda: job_id in page_text(browser), 20, f"shard {shard}'s dead letter")
+        browser.get(f"{dashboard.url}/shards/{shard}/events?status=dead")
+        wait_until(lambda: event_id in page_text(browser), 20, f"shard {shard}'s Events page")

@@ -1,0 +1,219 @@
+"""`webhooks dashboard` on a Redis Cluster: one address for every shard's dashboard.
+
+RQ names its keys with one prefix per process, and rq-dashboard shows the keys of one
+prefix: each shard therefore has a dashboard process of its own, rq-dashboard and the Events
+page of that shard (`webhooks dashboard --shard N`). This front starts a shard's process the
+first time one of its pages is asked for, on a unix socket in a directory only this user
+reaches, and stops them all when it stops. It logs the person in as the dashboard does, lists
+the shards (each one's primary, and whether it answers), and passes `/shards/<n>/...` to shard
+n's process as it came: Host, Origin and credentials included, so that the shard's own
+login and action guard check them again (`dashboard.py`, `dashboard_guard.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from types import FrameType
+
+import httpx
+from flask import Flask, Response, request
+from markupsafe import escape
+from redis.exceptions import RedisError
+
+from app.connection import OPERATOR, shard_client, slot_map
+from app.logs import configure_logging, logger
+from app.redis_errors import describe
+from app.settings import Settings
+from app.shards import Shards
+from app.startup_checks import Process, check_startup
+from workers.ops.login_brake import LoginBrake
+
+# Not passed on, either way: they are about one connection, not the request.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+    }
+)
+# A shard's process answers on its socket within this once started, or is said not to.
+START_TIMEOUT = 30.0
+
+
+@dataclass
+class ShardDashboards:
+    """The shards' dashboard processes, each started when first needed."""
+
+    count: int
+    directory: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="webhooks-dash-"))
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def socket(self, shard: int) -> str:
+        return os.path.join(self.directory, f"shard-{shard}.sock")
+
+    def ensure(self, shard: int) -> str:
+        """Shard `shard`'s socket, its process started (again, if it ended) first."""
+        with self.lock:
+            running = self.processes.get(shard)
+            if running is not None and running.poll() is None:
+                return self.socket(shard)
+            path = self.socket(shard)
+            if os.path.exists(path):
+                os.unlink(path)
+            command = [sys.executable, "-m", "workers", "dashboard", f"--shard={shard}"]
+            self.processes[shard] = subprocess.Popen(  # noqa: S603 - our own command line
+                [*command, f"--unix-socket={path}"]
+            )
+            self._wait_for(shard, path)
+            return path
+
+    def _wait_for(self, shard: int, path: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.processes[shard].poll() is not None:
+                raise ShardDown(f"shard {shard}'s dashboard ended at its start (its log says why)")
+            try:
+                with httpx.Client(transport=httpx.HTTPTransport(uds=path), timeout=2) as client:
+                    client.get(f"http://shard/shards/{shard}/")  # any answer: it is up
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise ShardDown(f"shard {shard}'s dashboard did not answer within {START_TIMEOUT:.0f} s")
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+class ShardDown(Exception):
+    """A shard's dashboard process could not be reached: said in one line, as a 503."""
+
+
+def create_front(
+    settings: Settings, shards: ShardDashboards, brake: LoginBrake | None = None
+) -> Flask:
+    from workers.ops.dashboard import install_login
+
+    check_startup(settings, Process.DASHBOARD)
+    app = Flask(__name__)
+    install_login(app, settings, brake or LoginBrake())
+    count = Shards(settings.webhook_shards)
+
+    @app.get("/")
+    def shard_list() -> Response:
+        page = Response(_shard_list(settings, count), mimetype="text/html")
+        page.headers["Content-Security-Policy"] = "default-src 'none'; frame-ancestors 'none'"
+        page.headers["Cache-Control"] = "no-store"
+        return page
+
+    @app.route("/shards/<int:shard>/", methods=["GET", "POST"])
+    @app.route("/shards/<int:shard>/<path:rest>", methods=["GET", "POST"])
+    def to_shard(shard: int, rest: str = "") -> Response:
+        if shard >= count.count:
+            return Response(f"no shard {shard} (WEBHOOK_SHARDS={count.count})\n", 404)
+        try:
+            return _forward(shards.ensure(shard))
+        except (ShardDown, httpx.HTTPError) as exc:
+            line = (
+                str(exc) if isinstance(exc, ShardDown) else f"shard {shard}: {type(exc).__name__}"
+            )
+            logger.warning(f"dashboard: {line}")
+            return Response(f"{line}\n", 503, {"Retry-After": "5"}, mimetype="text/plain")
+
+    return app
+
+
+def _forward(socket: str) -> Response:
+    """The request, as it came, to a shard's dashboard; its answer, as it came back."""
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+    with httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=30) as client:
+        answer = client.request(
+            request.method,
+            f"http://{request.host}{request.full_path if request.query_string else request.path}",
+            headers=headers,
+            content=request.get_data(),
+        )
+    kept = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP]
+    kept = [(k, v) for k, v in kept if k.lower() != "content-encoding"]  # httpx decoded it
+    return Response(answer.content, answer.status_code, kept)
+
+
+def _shard_list(settings: Settings, shards: Shards) -> str:
+    """Each shard: its primary and whether it answers, and links to its pages. No script,
+    every value escaped (an error line may quote what a server said)."""
+    target = settings.cluster_target
+    assert target is not None
+    rows = []
+    for shard in shards:
+        primary, state = _state(settings, shards, shard)
+        rows.append(
+            f"<tr><td>{shard}</td><td>{escape(primary)}</td><td>{escape(state)}</td>"
+            f'<td><a href="/shards/{shard}/">rq-dashboard</a> · '
+            f'<a href="/shards/{shard}/events">Events</a></td></tr>'
+        )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>webhooks: shards</title>"
+        "</head><body><h1>Shards</h1>"
+        f"<p>{escape(target.where)}: {shards.count} shards. Each shard's queue, registries "
+        "and events are on its own pages.</p>"
+        "<table><tr><th>shard</th><th>primary</th><th>state</th><th>pages</th></tr>"
+        + "".join(rows)
+        + "</table></body></html>"
+    )
+
+
+def _state(settings: Settings, shards: Shards, shard: int) -> tuple[str, str]:
+    """The shard's primary (as the slot map says) and whether it answers, in one line."""
+    target = settings.cluster_target
+    assert target is not None
+    try:
+        primary = str(slot_map(target).owner(shards.slot(shard)))
+    except RedisError as exc:
+        return "-", "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
+    client = shard_client(settings, shard, OPERATOR)
+    try:
+        client.ping()
+    except RedisError as exc:
+        return primary, "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
+    finally:
+        client.close()
+    return primary, "answers"
+
+
+def run_front(settings: Settings, host: str, port: int) -> None:
+    import waitress
+
+    configure_logging()
+    shards = ShardDashboards(settings.webhook_shards)
+    os.chmod(shards.directory, 0o700)
+    app = create_front(settings, shards)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"dashboard on http://{host}:{port}/ (a page per shard)", flush=True)
+    try:
+        waitress.serve(app, host=host, port=port, threads=4, ident="webhooks-dashboard")
+    finally:
+        shards.stop()
