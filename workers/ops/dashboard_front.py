@@ -13,6 +13,7 @@ login and action guard check them again (`dashboard.py`, `dashboard_guard.py`).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,6 +104,7 @@ class ShardDashboards:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class ShardDown(Exception):
