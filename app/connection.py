@@ -36,11 +36,9 @@ from app.redis_target import Address, RedisTarget
 from app.settings import ConfigError, Settings
 from app.shards import Shards
 
-# On a cluster, every process but the dashboard runs; it comes with issue 40.
-NO_SHARD = (
-    "REDIS_CLUSTER_NODES: the dashboard does not run on a cluster yet; the receiver, "
-    "the workers and the other `webhooks` commands do"
-)
+# On a cluster, a client is a shard's: a process serves one (`shard_workers.for_shard`), or
+# acts on each in turn (`workers/ops/shard_fanout.py`). Asked for without one, it is a bug.
+NO_SHARD = "REDIS_CLUSTER_NODES: a Redis client on a cluster is a shard's; none was given"
 
 
 # A sentinel that does not answer within this is skipped for the next one.

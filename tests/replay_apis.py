@@ -43,14 +43,21 @@ def env(
         "REDIS_URL": redis_server.url,
         "WEBHOOK_SOURCES": "inbound:hmac,stripe,github",
         "WEBHOOK_SIGNING_SECRET": SECRET,
+        **api_variables(api),
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
+def api_variables(api: FakeApi) -> dict[str, str]:
+    """The stripe and github sources' secrets, and the replay's APIs: the fake ones."""
+    return {
         "WEBHOOK_SECRET_STRIPE": "whsec_stripe-secret-0123",
         "WEBHOOK_SECRET_GITHUB": "github-secret-0123456",
         "STRIPE_API_KEY": api.key,
         "STRIPE_API_BASE": api.url,
         "GITHUB_TOKEN": api.key,
         "GITHUB_API_BASE": api.url,
-    }.items():
-        monkeypatch.setenv(name, value)
+    }
 
 
 def stripe_event(n: int, created: int) -> dict[str, Any]:

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from app.cluster_target import parse_cluster_nodes
+from app.connection import sync_client
 from app.redis_target import Address
 from app.settings import ConfigError, Settings
+from app.shards import Shards
 from tests.conftest import AUTH, SECRET
+from workers.runtime.shard_workers import for_shard
 
 
 def test_seed_nodes_alone_are_read_with_the_default_port() -> None:
@@ -73,3 +76,15 @@ def test_a_cluster_and_sentinels_together_are_refused() -> None:
             rq_dashboard_username=AUTH[0],
             rq_dashboard_password=AUTH[1],
         )
+
+
+def test_a_client_of_a_cluster_is_a_shards_and_none_is_made_without_one() -> None:
+    settings = Settings.load(
+        redis_cluster_nodes="127.0.0.1:7000", webhook_signing_secret=SECRET, webhook_shards=4
+    )
+    with pytest.raises(ConfigError, match="a Redis client on a cluster is a shard's"):
+        sync_client(settings)
+    shard = for_shard(settings, 3)
+    client = sync_client(shard)
+    assert client.connection_pool.connection_kwargs["slot"] == Shards(4).slot(3)
+    client.close()

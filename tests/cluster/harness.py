@@ -214,6 +214,13 @@ class ShardedRedis:
         node.process.send_signal(signal.SIGKILL)
         node.process.wait()
 
+    def stop_with_replicas(self, primary: Node) -> None:
+        """SIGKILL a primary and its replicas: its slots have no node left to serve them
+        (with `cluster-require-full-coverage no`, the other primaries serve theirs)."""
+        for node in [primary, *(n for n in self.replicas() if n.primary_id == primary.node_id)]:
+            node.process.kill()
+            node.process.wait()
+
     def wait_promoted(self, old_primary: Node, timeout: float = 60) -> Node:
         """The replica of `old_primary` that took over, once the cluster is ok again: only
         it can serve the dead primary's slots, which a settled cluster serves."""

@@ -41,9 +41,15 @@ def site(
     return web, dashboard
 
 
-def one_per_shard(prefix: str) -> dict[int, str]:
+def dead_letter_per_shard(web: Process, redis: Redis, prefix: str) -> dict[int, str]:
+    """An event of each shard whose handler fails (no retries: a dead letter at once)."""
     candidates = [f"{prefix}{n}" for n in range(200)]
-    return {s: next(c for c in candidates if SHARDS.of("inbound", c) == s) for s in SHARDS}
+    dead = {s: next(c for c in candidates if SHARDS.of("inbound", c) == s) for s in SHARDS}
+    for event_id in dead.values():
+        redis.set(f"fail:{event_id}", 1)
+        assert send_one(web.url, event_id, "order.flaky") == 200
+    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+    return dead
 
 
 def get(dashboard: Process, path: str, **options: Any) -> httpx.Response:
@@ -58,11 +64,7 @@ def test_each_shards_dead_letter_is_shown_and_requeued_on_its_shards_pages(
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = one_per_shard("evt_dash")
-    for event_id in dead.values():
-        redis.set(f"fail:{event_id}", 1)
-        assert send_one(web.url, event_id, "order.flaky") == 200
-    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+    dead = dead_letter_per_shard(web, redis, "evt_dash")
 
     listing = get(dashboard, "/")
     assert listing.status_code == 200
@@ -114,9 +116,7 @@ def test_a_stopped_primarys_shards_are_said_down_and_the_others_served(
     cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
     _, dashboard = site(make_stack, cluster, redis_server)
     stopped = cluster.primary_for_slot(SHARDS.slot(2))
-    for node in [stopped, *(n for n in cluster.replicas() if n.primary_id == stopped.node_id)]:
-        node.process.kill()
-        node.process.wait()
+    cluster.stop_with_replicas(stopped)
 
     listing = get(dashboard, "/")
     assert listing.text.count("answers") == SHARDS.count - 1
@@ -141,11 +141,7 @@ def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_let
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = one_per_shard("evt_seen")
-    for event_id in dead.values():
-        redis.set(f"fail:{event_id}", 1)
-        assert send_one(web.url, event_id, "order.flaky") == 200
-    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+    dead = dead_letter_per_shard(web, redis, "evt_seen")
     log_in(browser)
     browser.get(dashboard.url + "/")
     wait_until(lambda: page_text(browser).count("answers") == SHARDS.count, 20, "the shards")

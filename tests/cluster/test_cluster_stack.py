@@ -375,9 +375,7 @@ def test_metrics_name_the_shards_of_a_stopped_primary_and_serve_the_others(
     )
     web = stack.start("web")
     stopped = cluster.primary_for_slot(SHARDS.slot(1))
-    for node in [stopped, *(n for n in cluster.replicas() if n.primary_id == stopped.node_id)]:
-        node.process.kill()
-        node.process.wait()
+    cluster.stop_with_replicas(stopped)
     up = {f'webhooks_redis_up{{shard="{shard}"}}': float(shard != 1) for shard in SHARDS}
     wait_until(lambda: metrics(web.url, up) == up, 30, "shard 1 down on /metrics")
     depths = metrics(web.url, {f'webhooks_queue_depth{{shard="{s}"}}': 0.0 for s in SHARDS})
