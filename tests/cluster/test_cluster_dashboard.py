@@ -83,6 +83,15 @@ def test_each_shards_dead_letter_is_shown_and_requeued_on_its_shards_pages(
         assert event_id in events.text
         assert all(other not in events.text for other in dead.values() if other != event_id)
 
+    # An id found in whichever shard holds it: its event page there.
+    found = get(dashboard, "/events/find", params={"id": dead[2]})
+    assert found.status_code == 303
+    assert found.headers["location"] == f"/shards/2/events/event?source=inbound&id={dead[2]}"
+    assert dead[2] in get(dashboard, found.headers["location"]).text
+    hostile = "<script>window.__xss=1</script>"
+    missing = get(dashboard, "/events/find", params={"id": hostile})
+    assert missing.status_code == 404 and "<script>" not in missing.text
+
     # A requeue from another origin is refused by the shard's guard, through the front.
     shard, event_id = 1, dead[1]
     form = {"source": "inbound", "id": event_id}

@@ -25,15 +25,12 @@ from types import FrameType
 
 import httpx
 from flask import Flask, Response, request
-from markupsafe import escape
-from redis.exceptions import RedisError
 
-from app.connection import OPERATOR, shard_client, slot_map
 from app.logs import configure_logging, logger
-from app.redis_errors import describe
 from app.settings import Settings
 from app.shards import Shards
 from app.startup_checks import Process, check_startup
+from workers.ops.front_pages import find_page, page, shard_list_body
 from workers.ops.login_brake import LoginBrake
 
 # Not passed on, either way: they are about one connection, not the request.
@@ -123,10 +120,11 @@ def create_front(
 
     @app.get("/")
     def shard_list() -> Response:
-        page = Response(_shard_list(settings, count), mimetype="text/html")
-        page.headers["Content-Security-Policy"] = "default-src 'none'; frame-ancestors 'none'"
-        page.headers["Cache-Control"] = "no-store"
-        return page
+        return page("Shards", shard_list_body(settings, count))
+
+    @app.get("/events/find")
+    def find_event() -> Response:
+        return find_page(settings, count, request.args.get("id", ""), request.args.get("source"))
 
     @app.route("/shards/<int:shard>/", methods=["GET", "POST"])
     @app.route("/shards/<int:shard>/<path:rest>", methods=["GET", "POST"])
@@ -158,48 +156,6 @@ def _forward(socket: str) -> Response:
     kept = [(k, v) for k, v in answer.headers.multi_items() if k.lower() not in HOP_BY_HOP]
     kept = [(k, v) for k, v in kept if k.lower() != "content-encoding"]  # httpx decoded it
     return Response(answer.content, answer.status_code, kept)
-
-
-def _shard_list(settings: Settings, shards: Shards) -> str:
-    """Each shard: its primary and whether it answers, and links to its pages. No script,
-    every value escaped (an error line may quote what a server said)."""
-    target = settings.cluster_target
-    assert target is not None
-    rows = []
-    for shard in shards:
-        primary, state = _state(settings, shards, shard)
-        rows.append(
-            f"<tr><td>{shard}</td><td>{escape(primary)}</td><td>{escape(state)}</td>"
-            f'<td><a href="/shards/{shard}/">rq-dashboard</a> · '
-            f'<a href="/shards/{shard}/events">Events</a></td></tr>'
-        )
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>webhooks: shards</title>"
-        "</head><body><h1>Shards</h1>"
-        f"<p>{escape(target.where)}: {shards.count} shards. Each shard's queue, registries "
-        "and events are on its own pages.</p>"
-        "<table><tr><th>shard</th><th>primary</th><th>state</th><th>pages</th></tr>"
-        + "".join(rows)
-        + "</table></body></html>"
-    )
-
-
-def _state(settings: Settings, shards: Shards, shard: int) -> tuple[str, str]:
-    """The shard's primary (as the slot map says) and whether it answers, in one line."""
-    target = settings.cluster_target
-    assert target is not None
-    try:
-        primary = str(slot_map(target).owner(shards.slot(shard)))
-    except RedisError as exc:
-        return "-", "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
-    client = shard_client(settings, shard, OPERATOR)
-    try:
-        client.ping()
-    except RedisError as exc:
-        return primary, "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
-    finally:
-        client.close()
-    return primary, "answers"
 
 
 def run_front(settings: Settings, host: str, port: int) -> None:
