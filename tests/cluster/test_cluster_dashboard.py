@@ -6,6 +6,8 @@ origin is refused there; a stopped primary's shards are said down while the othe
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -161,3 +163,27 @@ def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_let
         wait_until(lambda: job_id in page_text(browser), 20, f"shard {shard}'s dead letter")
         browser.get(f"{dashboard.url}/shards/{shard}/events?status=dead")
         wait_until(lambda: event_id in page_text(browser), 20, f"shard {shard}'s Events page")
+
+
+def test_the_search_of_every_shard_pages_through_each_event_once_newest_first(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+) -> None:
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    events = [f"evt_page{n}" for n in range(60)]
+    for event_id in events:
+        assert send_one(web.url, event_id, "order.created") == 200
+    shown: list[str] = []
+    path: str | None = "/events?limit=25"
+    while path is not None:
+        page = get(dashboard, path)
+        assert page.status_code == 200, page.text
+        shown += re.findall(r'<a href="/shards/\d/events/event\?[^"]*">([^<]+)</a>', page.text)
+        older = re.search(r'<a id="older" href="([^"]+)"', page.text)
+        path = html.unescape(older.group(1)) if older else None
+    # Sent one after another: newest first is the reverse of the sending order.
+    assert shown == events[::-1]
+    shards_shown = set(re.findall(r"<td>(\d)</td><td>inbound</td>", get(dashboard, "/events").text))
+    assert shards_shown == {"0", "1", "2"}

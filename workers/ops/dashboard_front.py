@@ -31,6 +31,7 @@ from app.settings import Settings
 from app.shards import Shards
 from app.startup_checks import Process, check_startup
 from workers.ops.front_pages import find_page, page, shard_list_body
+from workers.ops.front_search import search_page
 from workers.ops.login_brake import LoginBrake
 
 # Not passed on, either way: they are about one connection, not the request.
@@ -121,6 +122,10 @@ def create_front(
     @app.get("/")
     def shard_list() -> Response:
         return page("Shards", shard_list_body(settings, count))
+
+    @app.get("/events")
+    def every_shards_events() -> Response:
+        return search_page(settings, count, request.args)
 
     @app.get("/events/find")
     def find_event() -> Response:

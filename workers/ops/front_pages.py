@@ -99,6 +99,7 @@ def shard_list_body(settings: Settings, shards: Shards) -> str:
     return (
         f"<p>{escape(target.where)}: {shards.count} shards. Each shard's queue, registries "
         "and events are on its own pages.</p>"
+        '<p><a href="/events">Search the events of every shard</a></p>'
         '<form method="get" action="/events/find"><label>Find an event by id '
         '<input name="id" size="30"></label> <button type="submit">Find</button></form>'
         "<table><tr><th>shard</th><th>primary</th><th>state</th><th>pages</th></tr>"
