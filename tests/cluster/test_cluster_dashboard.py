@@ -163,6 +163,8 @@ def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_let
         wait_until(lambda: job_id in page_text(browser), 20, f"shard {shard}'s dead letter")
         browser.get(f"{dashboard.url}/shards/{shard}/events?status=dead")
         wait_until(lambda: event_id in page_text(browser), 20, f"shard {shard}'s Events page")
+        others = [other for other in dead.values() if other != event_id]
+        assert not any(other in page_text(browser) for other in others)
 
 
 def test_the_search_of_every_shard_pages_through_each_event_once_newest_first(

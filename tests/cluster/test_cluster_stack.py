@@ -488,3 +488,4 @@ def test_worker_processes_given_shard_ranges_leave_no_shard_without_a_worker(
     stack.start("worker", extra_args="--shards 2")
     each = {f'webhooks_workers{{shard="{shard}"}}': 1.0 for shard in SHARDS}
     wait_until(lambda: metrics(web.url, each) == each, 30, "a worker on every shard")
+    assert metrics(web.url, each) == each  # and no more, once both have started
