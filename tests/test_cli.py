@@ -58,6 +58,11 @@ def test_dead_show_of_an_unknown_id_fails_clearly(dead_letters: list[str]) -> No
     assert result.exit_code == 1 and "inbound-nope is not a dead letter" in result.output
 
 
+def test_dead_show_of_an_unknown_source_and_event_id_names_both(dead_letters: list[str]) -> None:
+    result = webhooks("dead", "show", "inbound", "evt_nope")
+    assert result.exit_code == 1 and "inbound/evt_nope is not a dead letter" in result.output
+
+
 def test_dead_requeue_moves_the_named_ones_back_to_the_queue(
     dead_letters: list[str], redis: Redis
 ) -> None:

@@ -467,7 +467,7 @@ def test_a_shards_worker_killed_mid_job_is_started_again_and_its_job_recovered(
 
     # Its supervisor starts it again; the job comes back within the bound of one Redis (a
     # killed worker's heartbeat expires after 15 s, maintenance runs every 10 s).
-    wait_until(lambda: effects(redis, event_id) == 1, 60, "the recovered job")
+    wait_until(lambda: effects(redis, event_id) == 1, 90, "the recovered job")
     record = KEYS.sharded(SHARDS.tag(2)).event("inbound", event_id)
     assert cluster.client().hget(record, "attempts") == b"2"
     assert "shard worker ended by itself; starting it again" in worker.output()

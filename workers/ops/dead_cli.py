@@ -103,6 +103,7 @@ def dead_show(name: str, event_id: str | None, traceback_part: str, as_json: boo
     with every_dead() as dead:
         if event_id is not None:  # SOURCE EVENT_ID: that event exactly
             targets = resolve_events(dead, [(name, event_id)])
+            name = f"{name}/{event_id}"
         else:
             targets = resolve_all(dead, (name,))
         job_id = targets.job_ids[0]

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 from redis import Redis
+from redis.exceptions import RedisError
 
 from app.keys import job_id_for
+from app.redis_errors import describe
 from app.settings import Settings
 from workers.ops.common import TIME, CommandError, cell, every_shard, load_settings, plural
 from workers.ops.dead_letter import DeadLetter, Selection
@@ -134,11 +136,27 @@ class AllDead:
     def act(self, action: Action, targets: Targets) -> set[str]:
         """The targets `action` did (each shard's in one go, in its own process)."""
 
-        def in_shard(store: DeadLetters) -> list[str]:
-            return [job_id for job_id in targets.on(store.settings.shard) if action(store, job_id)]
+        def in_shard(store: DeadLetters) -> tuple[list[str], str | None]:
+            done: list[str] = []
+            try:
+                for job_id in targets.on(store.settings.shard):
+                    if action(store, job_id):
+                        done.append(job_id)
+            except RedisError as exc:
+                if store.settings.cluster_target is None:
+                    raise  # one Redis: said as every command says it (`redis_connection`)
+                # What was done before the shard failed is reported as done.
+                return done, describe(exc, store.settings.cluster_target)
+            return done, None
 
         shards = sorted({s for s in targets.shards.values() if s is not None})
-        return {job_id for _, done in self._run(in_shard, shards) for job_id in done}
+        acted: set[str] = set()
+        for shard, (done, failure) in self._run(in_shard, shards):
+            acted.update(done)
+            if failure is not None:
+                click.echo(cell(f"shard {shard}: {failure} (after {len(done)} done)"), err=True)
+                self.fanout.failed = True
+        return acted
 
     def show(self, job_id: str, shard: Shard) -> dict[str, Any] | None:
         answers = self._run(lambda store: store.show(job_id), None if shard is None else [shard])
@@ -224,9 +242,9 @@ def resolve_all(dead: AllDead, names: tuple[str, ...]) -> Targets:
 
 def resolve_events(dead: AllDead, events: list[tuple[str, str]]) -> Targets:
     """The dead letters of these (source, event id)s; SOURCE/EVENT_ID for one that has none."""
-    ids = {job_id_for(source, event_id): f"{source}/{event_id}" for source, event_id in events}
-    found = dead.lookup(list(ids), exact_ids=True)
-    job_ids = [job_id if found[job_id] else named for job_id, named in ids.items()]
+    ids = [(job_id_for(source, event_id), f"{source}/{event_id}") for source, event_id in events]
+    found = dead.lookup(list(dict.fromkeys(job_id for job_id, _ in ids)), exact_ids=True)
+    job_ids = [job_id if found[job_id] else named for job_id, named in ids]
     return Targets(job_ids, True, {job_id: hits[0][0] for job_id, hits in found.items() if hits})
 
 

@@ -44,10 +44,14 @@ class Fetched:
 def stripe_fetch(
     settings: Settings, client: httpx.Client, since: float, until: float | None
 ) -> Iterable[Fetched]:
+    """Stripe's events as deliveries, fetched as they are read; the key is checked now."""
     if settings.stripe_api_key is None:
         raise ReplayError("STRIPE_API_KEY is not set")
     client.headers["Authorization"] = f"Bearer {settings.stripe_api_key.get_secret_value()}"
-    api = Api(client, Redactor.of(settings))
+    return _fetched(Api(client, Redactor.of(settings)), settings, since, until)
+
+
+def _fetched(api: Api, settings: Settings, since: float, until: float | None) -> Iterable[Fetched]:
     for event in stripe_events(api, settings.stripe_api_base, since, until):
         delivery = Delivery(
             event_id=str(event["id"]),
@@ -140,6 +144,8 @@ def replay_github(
         if guid not in latest or delivery["id"] > latest[guid]["id"]:
             latest[guid] = delivery
     had = _had(fanout, source, list(latest))
+    if fanout.failed:  # which of its deliveries a silent shard has is unknown: ask nothing
+        raise ReplayError("not every shard answered (named above): nothing was redelivered")
     for guid, delivery in latest.items():
         if guid in had:
             counts.already_had += 1

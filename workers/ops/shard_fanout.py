@@ -10,9 +10,11 @@ sends back its answer, pickled. On one Redis the work runs here, on the command'
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import selectors
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -114,10 +116,19 @@ def _run_batch(
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no branch - the child's side is measured by coverage's fork patch
-            os.close(read_end)
-            _child(settings, work, shard, write_end)
+            _child(settings, work, shard, read_end, write_end)
         os.close(write_end)
         readers[shard] = (pid, read_end)
+    try:
+        return _answers(readers)
+    finally:  # Ctrl+C included: each child ends its shard's work and is reaped
+        for pid, _ in readers.values():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _answers(readers: dict[int, tuple[int, int]]) -> dict[int, ShardAnswer[T]]:
+    shards = list(readers)
     received: dict[int, bytearray] = {shard: bytearray() for shard in shards}
     selector = selectors.DefaultSelector()
     for shard, (_, read_end) in readers.items():
@@ -143,31 +154,45 @@ def _run_batch(
     return answers
 
 
-def _child(settings: Settings, work: Callable[[Settings, Redis], T], shard: int, fd: int) -> None:
+def _child(
+    settings: Settings, work: Callable[[Settings, Redis], T], shard: int, unused: int, fd: int
+) -> None:
     """The shard's process: its RQ prefix, its connection, its work, its answer; never back
-    into the command (os._exit), whatever happens."""
-    answer: ShardAnswer[T]
-    code = 0
+    into the command's code (os._exit), whatever happens, a failure to say it included.
+    Ctrl+C is the parent's to act on: a shard's requeue is not stopped halfway by it."""
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.close(unused)
+        answer = _answer(settings, work, shard)
+        with os.fdopen(fd, "wb") as out:
+            out.write(pickle.dumps(answer))
+        code = 0 if answer.failure is None or not answer.failure.endswith(_BUG) else 1
+    except BaseException:  # pragma: no cover - an answer that does not pickle, stderr gone
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+_BUG = "(traceback above)"
+
+
+def _answer(settings: Settings, work: Callable[[Settings, Redis], T], shard: int) -> ShardAnswer[T]:
     try:
         claim_rq_prefix(rq_prefix(Shards(settings.webhook_shards), shard))
         mine = for_shard(settings, shard)
-        connection = sync_client(mine, OPERATOR)
-        answer = ShardAnswer(shard, work(mine, connection))
+        return ShardAnswer(shard, work(mine, sync_client(mine, OPERATOR)))
     except (RedisError, ConfigError) as exc:
-        answer = ShardAnswer(shard, failure=_failure(settings, shard, exc))
+        return ShardAnswer(shard, failure=_failure(settings, shard, exc))
     except click.ClickException as exc:
-        answer = ShardAnswer(shard, failure=_REFUSED + exc.format_message())
-    except BaseException as exc:  # a bug: said on stderr, the shard named as failed
+        return ShardAnswer(shard, failure=_REFUSED + exc.format_message())
+    except Exception as exc:  # a bug: said on stderr, the shard named as failed
         traceback.print_exc()
-        answer = ShardAnswer(shard, failure=f"{type(exc).__name__} (traceback above)")
-        code = 1
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(pickle.dumps(answer))
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return ShardAnswer(shard, failure=f"{type(exc).__name__} {_BUG}")
 
 
 def _failure(settings: Settings, shard: int, exc: BaseException) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from redis import Redis
 
-from app.connection import WORKER, shard_client
+from app.connection import SCHEDULER, shard_client
 from app.keys import Keys
 from app.settings import Settings
 from app.shards import Shards
@@ -48,7 +48,9 @@ class EntityVersions:
         """The connection and the key of one entity's version."""
         shard = self.shard_of(source, entity)
         if shard not in self.clients:
-            self.clients[shard] = shard_client(self.settings, shard, WORKER)
+            # Bounded reads (not the worker's blocking pop's): a hung primary fails the
+            # claim, and the handler's attempt, rather than holding it until its timeout.
+            self.clients[shard] = shard_client(self.settings, shard, SCHEDULER)
         return self.clients[shard], self.keys.sharded(self.shards.tag(shard)).version(
             source, entity
         )
