@@ -1,8 +1,10 @@
 """The Procfile's dashboard on a Redis Cluster: one address, a page listing every shard
 (its primary, whether it answers), and each shard's own rq-dashboard and Events page behind
 the same login, started by the front when first asked for. Dead letters of three shards on
-three primaries are shown and requeued each on its shard's pages; a requeue from another
-origin is refused there; a stopped primary's shards are said down while the others serve."""
+three primaries are shown and requeued each on its shard's pages, and in headless Chromium
+found by the search of every shard, opened and requeued with a click; a requeue from another
+origin is refused there; a stopped primary's shards are said down while the others serve;
+the search of every shard pages through each event once, newest first."""
 
 from __future__ import annotations
 
@@ -165,6 +167,21 @@ def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_let
         wait_until(lambda: event_id in page_text(browser), 20, f"shard {shard}'s Events page")
         others = [other for other in dead.values() if other != event_id]
         assert not any(other in page_text(browser) for other in others)
+
+    # The search of every shard: each one's dead letter, each opened and requeued in a click.
+    from selenium.webdriver.common.by import By  # as tests/faults/ do: with the browser
+
+    for event_id in dead.values():
+        redis.delete(f"fail:{event_id}")
+    for shard, event_id in dead.items():
+        browser.get(f"{dashboard.url}/events?status=dead")
+        wait_until(lambda: event_id in page_text(browser), 20, "the search of every shard")
+        browser.find_element(By.LINK_TEXT, event_id).click()
+        wait_until(lambda: "Requeue failed handlers" in page_text(browser), 20, "its page")
+        assert browser.current_url.startswith(f"{dashboard.url}/shards/{shard}/events/event?")
+        browser.find_element(By.ID, "requeue").click()
+        wait_until(lambda: effects(redis, event_id) == 2, 30, f"shard {shard}'s requeue")
+    assert all(effects(redis, e) == 2 for e in dead.values())
 
 
 def test_the_search_of_every_shard_pages_through_each_event_once_newest_first(
