@@ -69,6 +69,11 @@ def describe(exc: BaseException, target: RedisTarget | ClusterTarget | None = No
     return line.replace("\n", " ")
 
 
+def what_went_wrong(exc: BaseException, target: RedisTarget | ClusterTarget) -> str:
+    """`describe` without the where: for a line that already says where (a shard's)."""
+    return describe(exc, target).removeprefix(f"{target.where}: ")
+
+
 def _what(exc: BaseException) -> str:
     tls = _tls_problem(exc)
     if tls:

@@ -206,3 +206,12 @@ def test_the_search_of_every_shard_pages_through_each_event_once_newest_first(
     assert shown == events[::-1]
     shards_shown = set(re.findall(r"<td>(\d)</td><td>inbound</td>", get(dashboard, "/events").text))
     assert shards_shown == {"0", "1", "2"}
+    # A cursor written by hand starts from the newest; a hostile id is shown as text only.
+    forged = get(dashboard, "/events", params={"at": "not-a-cursor", "limit": "25"})
+    assert forged.status_code == 200 and events[-1] in forged.text
+    hostile = '"><img src=x onerror=alert(1)>'
+    assert send_one(web.url, hostile, "order.created") == 200
+    for path, params in (("/events", {}), ("/events/find", {"id": hostile, "source": "inbound"})):
+        shown = get(dashboard, path, params=params, follow_redirects=True)
+        assert shown.status_code == 200, shown.text
+        assert "<img src=x" not in shown.text and "&lt;img src=x" in shown.text

@@ -11,7 +11,7 @@ from markupsafe import escape
 from redis.exceptions import RedisError
 
 from app.connection import OPERATOR, shard_client, slot_map
-from app.redis_errors import describe
+from app.redis_errors import what_went_wrong
 from app.settings import Settings
 from app.shards import Shards
 
@@ -63,7 +63,7 @@ def _holders(
                 held = pipe.execute()
             found += [(shard, name) for name, count in zip(names, held, strict=True) if count]
         except RedisError as exc:
-            down.append((shard, describe(exc, target).removeprefix(f"{target.where}: ")))
+            down.append((shard, what_went_wrong(exc, target)))
         finally:
             client.close()
     return found, down
@@ -115,12 +115,12 @@ def _state(settings: Settings, shards: Shards, shard: int) -> tuple[str, str]:
     try:
         primary = str(slot_map(target).owner(shards.slot(shard)))
     except RedisError as exc:
-        return "-", "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
+        return "-", "down: " + what_went_wrong(exc, target)
     client = shard_client(settings, shard, OPERATOR)
     try:
         client.ping()
     except RedisError as exc:
-        return primary, "down: " + describe(exc, target).removeprefix(f"{target.where}: ")
+        return primary, "down: " + what_went_wrong(exc, target)
     finally:
         client.close()
     return primary, "answers"

@@ -24,7 +24,7 @@ from werkzeug.datastructures import MultiDict
 
 from app.connection import OPERATOR, shard_client
 from app.formats import iso
-from app.redis_errors import describe
+from app.redis_errors import what_went_wrong
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
@@ -85,7 +85,7 @@ def search(settings: Settings, shards: Shards, query: Query, at: dict[int, Curso
         try:
             return EventSearch(EventLedger(keys, client), sources).run(mine)
         except RedisError as exc:
-            return describe(exc, target).removeprefix(f"{target.where}: ")
+            return what_went_wrong(exc, target)
         finally:
             client.close()
 

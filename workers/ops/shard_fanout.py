@@ -29,7 +29,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from app.connection import OPERATOR, slot_map, sync_client
 from app.logs import terminal_text
-from app.redis_errors import describe
+from app.redis_errors import describe, what_went_wrong
 from app.settings import ConfigError, Settings
 from app.shards import Shards
 from workers.runtime.shard_workers import claim_rq_prefix, for_shard, rq_prefix
@@ -207,7 +207,7 @@ def _failure(settings: Settings, shard: int, exc: BaseException) -> str:
         primary = f"primary {known.lookup(Shards(settings.webhook_shards).slot(shard))}"
     except RedisError:
         primary = "no primary known"
-    what = describe(exc, target).removeprefix(f"{target.where}: ")
+    what = what_went_wrong(exc, target)
     return f"{lead} {primary}: {what}"
 
 
