@@ -29,7 +29,7 @@ from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
 from app.startup_checks import Process, check_startup
-from app.timeline import start_timeline
+from app.timeline import ShardOutcomes, start_timeline
 from app.tracing import NO_TRACING, Tracing
 
 # uvicorn reads a request's head and body with no bound of ours unless its `--http` is the
@@ -106,7 +106,12 @@ def create_app(
         if served and not guarded():
             logger.warning(UNGUARDED)
         # The Events page's picture of the last day, off the request path (app/timeline.py).
-        timeline = await start_timeline(client, receiver.home.prefix, active.sources)
+        others = [
+            ShardOutcomes(shard_client, receiver.intake.keys_at(n).prefix)
+            for n, shard_client in enumerate(shard_clients or [])
+            if n
+        ]
+        timeline = await start_timeline(client, receiver.home.prefix, active.sources, others)
         try:
             yield
         finally:

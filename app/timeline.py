@@ -16,6 +16,9 @@ request path, by the receiver process every FLUSH_EVERY seconds:
   Events page itself) may run it without counting anything twice. Counters that a receiver
   saw appear count from zero; counters older than the timeline (an upgrade) are only noted,
   rather than poured into one interval.
+On a Redis Cluster the receivers' counts go to the first shard's timeline, and each shard's
+workers' counters are sampled into that shard's own (its keys share the counters' slot): the
+dashboard's front sums every shard's (`workers/ops/front_picture.py`).
 Nothing is written for a source until it has had a delivery or an outcome.
 A count reaches its interval within FLUSH_EVERY seconds; one near an interval's end may land
 in the next.
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import redis.asyncio as aioredis
@@ -177,6 +180,34 @@ async def note_fresh(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts)
     counts.marks = marks
 
 
+@dataclass
+class ShardOutcomes:
+    """Another shard of a cluster: its workers' counters, sampled into its own timeline;
+    `fresh` as ReceiverCounts.fresh, for this shard."""
+
+    redis: aioredis.Redis
+    prefix: str
+    fresh: set[str] = field(default_factory=set)
+
+
+async def note_fresh_shard(shard: ShardOutcomes, sources: frozenset[str]) -> None:
+    names = sorted(sources)
+    async with shard.redis.pipeline(transaction=False) as pipe:
+        for source in names:
+            pipe.exists(Keys(shard.prefix, "").stats(source))
+        found = await pipe.execute()
+    shard.fresh = {source for source, exists in zip(names, found, strict=True) if not exists}
+
+
+async def sample_shard(shard: ShardOutcomes, sources: frozenset[str], now: float) -> None:
+    async with shard.redis.pipeline(transaction=False) as pipe:
+        for source in sorted(sources):
+            first = "zero" if source in shard.fresh else "baseline"
+            keys, args = sample_call(shard.prefix, source, now, first)
+            pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
+        await pipe.execute()
+
+
 async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
     """One round trip: this process's answers since the last flush, and the workers'
     outcomes since anyone last sampled them."""
@@ -209,18 +240,33 @@ async def _quietly(work: Awaitable[None], wait: float) -> None:
 
 
 async def start_timeline(
-    redis: aioredis.Redis, prefix: str, sources: Iterable[str]
+    redis: aioredis.Redis,
+    prefix: str,
+    sources: Iterable[str],
+    others: Sequence[ShardOutcomes] = (),
 ) -> asyncio.Task[None]:
     """Note which workers' counters are new, then flush every FLUSH_EVERY seconds until
-    the task is cancelled, and once more then."""
+    the task is cancelled, and once more then. `others`: a cluster's other shards."""
     counts = ReceiverCounts(frozenset(sources))
-    await _quietly(note_fresh(redis, prefix, counts), wait=1.0)  # never holds startup long
+    # Never holds startup long; one shard that does not answer leaves the others' noted.
+    await asyncio.gather(
+        _quietly(note_fresh(redis, prefix, counts), wait=1.0),
+        *(_quietly(note_fresh_shard(s, counts.sources), wait=1.0) for s in others),
+    )
+
+    async def once() -> None:
+        now = time.time()
+        # At once: a shard that is away delays only its own counts.
+        await asyncio.gather(
+            _quietly(flush(redis, prefix, counts), wait=FLUSH_EVERY),
+            *(_quietly(sample_shard(s, counts.sources, now), wait=FLUSH_EVERY) for s in others),
+        )
 
     async def run() -> None:
         try:
             while True:
                 await asyncio.sleep(FLUSH_EVERY)
-                await _quietly(flush(redis, prefix, counts), wait=FLUSH_EVERY)
+                await once()
         finally:
             with contextlib.suppress(RedisError, TimeoutError, asyncio.CancelledError):
                 async with asyncio.timeout(1):

@@ -30,8 +30,12 @@ from app.logs import configure_logging, logger
 from app.settings import Settings
 from app.shards import Shards
 from app.startup_checks import Process, check_startup
+from workers.ops import front_bulk
+from workers.ops.dashboard_guard import same_origin
+from workers.ops.events_page.bulk import Verb
+from workers.ops.events_page.templates import STYLESHEET
+from workers.ops.front_events import events_page
 from workers.ops.front_pages import find_page, page, shard_list_body
-from workers.ops.front_search import search_page
 from workers.ops.login_brake import LoginBrake
 
 # Not passed on, either way: they are about one connection, not the request.
@@ -116,7 +120,8 @@ def create_front(
 
     check_startup(settings, Process.DASHBOARD)
     app = Flask(__name__)
-    install_login(app, settings, brake or LoginBrake())
+    # The front's own actions (bulk requeue and purge) as a shard's: same-origin POSTs only.
+    install_login(app, settings, brake or LoginBrake(), then=refuse_cross_origin)
     count = Shards(settings.webhook_shards)
 
     @app.get("/")
@@ -125,7 +130,23 @@ def create_front(
 
     @app.get("/events")
     def every_shards_events() -> Response:
-        return search_page(settings, count, request.args)
+        return events_page(settings, count, request.args)
+
+    @app.get("/events/bulk")
+    def bulk_confirmation() -> Response:
+        return front_bulk.confirm(settings, count, request.args)
+
+    @app.post("/events/bulk/<verb>")
+    def bulk_action(verb: str) -> Response:
+        try:
+            chosen = Verb(verb)
+        except ValueError:
+            return Response("no such action\n", 404, mimetype="text/plain")
+        return front_bulk.act(settings, count, chosen, request.form, post_to(shards))
+
+    @app.get("/style.css")
+    def stylesheet() -> Response:
+        return Response(STYLESHEET, mimetype="text/css", headers={"Cache-Control": "max-age=300"})
 
     @app.get("/events/find")
     def find_event() -> Response:
@@ -146,6 +167,29 @@ def create_front(
             return Response(f"{line}\n", 503, {"Retry-After": "5"}, mimetype="text/plain")
 
     return app
+
+
+def refuse_cross_origin() -> Response | None:
+    """A POST to the front itself (not passed to a shard, whose guard checks its own) must
+    come from one of this dashboard's pages."""
+    if request.method == "POST" and not request.path.startswith("/shards/") and not same_origin():
+        return Response("cross-origin request refused\n", 403, mimetype="text/plain")
+    return None
+
+
+def post_to(shards: ShardDashboards) -> front_bulk.PostToShard:
+    """A form posted to a shard's process as the person's own request: their login, Host
+    and Origin, which the shard's login and action guard check again."""
+
+    def post(shard: int, path: str, form: dict[str, str]) -> httpx.Response:
+        skip = HOP_BY_HOP | {"content-type", "cookie"}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in skip}
+        with httpx.Client(transport=httpx.HTTPTransport(uds=shards.ensure(shard)), timeout=60) as c:
+            return c.post(
+                f"http://{request.host}/shards/{shard}/{path}", headers=headers, data=form
+            )
+
+    return post
 
 
 def _forward(socket: str) -> Response:

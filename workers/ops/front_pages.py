@@ -69,16 +69,26 @@ def _holders(
     return found, down
 
 
-def page(title: str, body: str, status: int = 200) -> Response:
-    """A page of the front's: no script, every value escaped by its caller."""
+# As the Events page's: no script; its stylesheet, and forms posting to this origin only.
+CSP = (
+    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
+
+
+def page(title: str, body: str, status: int = 200, styled: bool = False) -> Response:
+    """A page of the front's: no script, every value escaped by its caller. `styled`: with
+    the Events page's stylesheet (the chart's legend, the statuses)."""
+    sheet = '<link rel="stylesheet" href="/style.css">' if styled else ""
     page = Response(
         "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>webhooks: {escape(title)}</title></head><body><h1>{escape(title)}</h1>"
+        f"<title>webhooks: {escape(title)}</title>{sheet}</head><body><h1>{escape(title)}</h1>"
+        f"<nav><a href='/'>Shards</a> · <a href='/events'>Events in every shard</a></nav>"
         f"{body}</body></html>",
         status,
         mimetype="text/html",
     )
-    page.headers["Content-Security-Policy"] = "default-src 'none'; frame-ancestors 'none'"
+    page.headers["Content-Security-Policy"] = CSP
     page.headers["Cache-Control"] = "no-store"
     return page
 

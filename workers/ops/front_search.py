@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
-from flask import Response
 from markupsafe import escape
 from redis.exceptions import RedisError
 from werkzeug.datastructures import MultiDict
@@ -28,8 +27,7 @@ from app.redis_errors import what_went_wrong
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
-from workers.ops.events_page.search_form import FIELDS, form_of, parse_query
-from workers.ops.front_pages import page
+from workers.ops.events_page.search_form import FIELDS, form_of
 from workers.ops.ledger import EventLedger, LedgerRecord
 
 # A shard whose walk reached its end: nothing older there.
@@ -133,8 +131,10 @@ def _next_at(
     return None if ended else following
 
 
-def search_page(settings: Settings, shards: Shards, args: MultiDict[str, str]) -> Response:
-    query, errors = parse_query(args, list(settings.sources))
+def results(
+    settings: Settings, shards: Shards, args: MultiDict[str, str], query: Query, errors: list[str]
+) -> str:
+    """The search's form and its rows, newest first, from every shard."""
     at = decode_at(args.get("at", ""))
     merged = search(settings, shards, query, at) if not errors else Merged()
     form = form_of(args)
@@ -153,13 +153,12 @@ def search_page(settings: Settings, shards: Shards, args: MultiDict[str, str]) -
         body += f"<p>Not searched (did not answer):</p><ul>{said}</ul>"
     if merged.stripped:
         body += "<p>No event has exactly that id; shown: the id without the spaces around it.</p>"
-    body += (
+    return body + (
         f"<p>{count} event{'' if count == 1 else 's'} shown, newest first, from every shard.</p>"
         "<table><tr><th>received</th><th>shard</th><th>source</th><th>status</th>"
         "<th>tries</th><th>type</th><th>event id</th><th>last error</th></tr>"
         f"{rows}</table>{older}"
     )
-    return page("Events in every shard", body, 400 if errors else 200)
 
 
 def _form(form: dict[str, str], sources: list[str]) -> str:
@@ -179,7 +178,7 @@ def _form(form: dict[str, str], sources: list[str]) -> str:
         )
     )
     return (
-        '<form method="get" action="/events"><label>source <select name="source">'
+        '<form id="search" method="get" action="/events"><label>source <select name="source">'
         f'<option value="">every source</option>{choices}</select></label> {fields}'
         '<button type="submit">Search</button></form>'
     )

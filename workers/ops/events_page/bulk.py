@@ -13,15 +13,16 @@ one requeued or purged meanwhile is counted as skipped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
 from redis import Redis
-from rq.job import Job
 from rq.serializers import resolve_serializer
 
 from app.jobstate import EventStatus, JobMeta
+from app.keys import Keys
 from workers.ops.deadletters import DeadLetters
 from workers.ops.events_page.moments import Moment, moment
 from workers.ops.events_page.search import Query
@@ -29,6 +30,8 @@ from workers.ops.events_page.search import Query
 SCANNED = 10_000  # dead letters read per request, newest failures first
 AT_ONCE = 1_000  # dead letters one confirmation lists, and one action takes
 CHUNK = 1_000
+# A job id as RQ accepts it: what a confirmation's list of jobs is read as.
+JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _SERIALIZER = resolve_serializer(None)  # RQ's default, as the workers write job meta
 
 
@@ -90,15 +93,16 @@ class Found:
         return self.scanned < self.total
 
 
-def read(connection: Redis, job_ids: list[str]) -> list[Letter]:
+def read(connection: Redis, keys: Keys, job_ids: list[str]) -> list[Letter]:
     """The letters of these jobs whose meta is an event's (anything else on the queue is
-    not an event the search can match), in the order given; only the meta field is read."""
+    not an event the search can match), in the order given; only the meta field is read.
+    `keys`: RQ's key names of the shard (on a cluster) whose jobs they are."""
     letters: list[Letter] = []
     for start in range(0, len(job_ids), CHUNK):
         part = job_ids[start : start + CHUNK]
         with connection.pipeline(transaction=False) as pipe:
             for job_id in part:
-                pipe.hget(Job.key_for(job_id), "meta")
+                pipe.hget(keys.job(job_id), "meta")
             replies = cast(list[bytes | None], pipe.execute())
         for job_id, raw in zip(part, replies, strict=True):
             meta = _meta(raw) if raw is not None else None
@@ -114,12 +118,12 @@ def _meta(raw: bytes) -> JobMeta | None:
         return None
 
 
-def find(store: DeadLetters, filters: Filters) -> Found:
-    key = store.registry.key
-    total = int(store.connection.zcard(key))
+def find(connection: Redis, keys: Keys, filters: Filters) -> Found:
+    """The dead letters of one Redis (or shard: `keys` are its) that the search matches."""
+    total = int(connection.zcard(keys.failed))
     # Scored by when each expires, which is when it failed plus one TTL: newest last.
-    ids = [i.decode() for i in cast(list[bytes], store.connection.zrevrange(key, 0, SCANNED - 1))]
-    letters = [x for x in read(store.connection, ids) if filters.matches(x.meta)]
+    ids = [i.decode() for i in cast(list[bytes], connection.zrevrange(keys.failed, 0, SCANNED - 1))]
+    letters = [x for x in read(connection, keys, ids) if filters.matches(x.meta)]
     return Found(letters, len(ids), total)
 
 
@@ -184,7 +188,7 @@ def apply(
     store: DeadLetters, verb: Verb, filters: Filters, job_ids: list[str], all_handlers: bool
 ) -> BulkResult:
     """Act on each listed job that is still a dead letter the search matches."""
-    letters = {x.job_id: x for x in read(store.connection, job_ids)}
+    letters = {x.job_id: x for x in read(store.connection, store.settings.keys, job_ids)}
     done = gone = unmatched = 0
     acted: list[Letter] = []
     for job_id in job_ids:

@@ -6,7 +6,6 @@ and they log their outcome themselves (one `dashboard action` line with the user
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from workers.ops.deadletters import DeadLetters
 from workers.ops.events_page import requeued
 from workers.ops.events_page.bulk import (
     AT_ONCE,
+    JOB_ID,
     BulkResult,
     Filters,
     Found,
@@ -41,7 +41,6 @@ ACTIONS = frozenset({"events.bulk_requeue", "events.bulk_purge"})
 # The value of the requeue's `handlers` button that reruns every handler (as the event
 # page's buttons say it).
 ALL_HANDLERS = "all"
-JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
 _confirm = environment.from_string(CONFIRM)
 
 
@@ -74,10 +73,9 @@ def buttons(
     filters = Filters.of(query, within(redis, settings, query))
     if errors or filters is None:
         return None
-    store = DeadLetters(settings, redis)
-    if not store.registry.count:
+    if not redis.zcard(settings.keys.failed):
         return None
-    found = find(store, filters)
+    found = find(redis, settings.keys, filters)
     if not found.letters:
         return None
     fields = _filters(form)
@@ -139,7 +137,7 @@ def add_bulk_routes(
         filters, errors = selection(form)
         found = Found([], 0, 0)
         if filters is not None and not errors:
-            found = find(DeadLetters(settings, connection()), filters)
+            found = find(connection(), settings.keys, filters)
         listed = found.letters[:AT_ONCE]
         fields = _filters(form)
         return _confirm.render(

@@ -41,3 +41,10 @@ def relative(when: datetime, now: float) -> str:
     if when.year == today.year:
         return f"{when:%-d %b %H:%M}"
     return f"{when:%Y-%m-%d %H:%M}"
+
+
+def waited(seconds: float) -> str:
+    """How long the head of a queue has waited, in the unit that reads best."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"

@@ -14,7 +14,7 @@ worst that view shows a larger range than it needs, never one that leaves counts
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import cast
 
@@ -141,6 +141,14 @@ def read_timeline(
     connection: Redis, prefix: str, sources: list[str], now: float, span: Span | None
 ) -> Timeline:
     """The counts of `span` (None: the one that fits, see `fitting`)."""
+    timelines = read_timelines(connection, prefix, sources, now, span)
+    return timelines[span] if span is not None else fitting(timelines)
+
+
+def read_timelines(
+    connection: Redis, prefix: str, sources: list[str], now: float, span: Span | None
+) -> dict[Span, Timeline]:
+    """The counts of `span`, or (None) of every span, for `fitting` to choose from."""
     spans = [span] if span is not None else [Span.HOUR, Span.DAY, Span.WEEK]
     starts = {s: WINDOWS[s].starts(now) for s in spans}
     with connection.pipeline(transaction=False) as pipe:
@@ -164,7 +172,22 @@ def read_timeline(
             series = tuple(Series(name, tuple(flat[i::width])) for i, name in enumerate(FIELDS))
             counted.append(SourceCounts(source, series))
         timelines[s] = Timeline(WINDOWS[s], starts[s], tuple(counted), span is None, now)
-    return timelines[span] if span is not None else fitting(timelines)
+    return timelines
+
+
+def added(one: Timeline, other: Timeline) -> Timeline:
+    """Two shards' counts of the same span, sources and moment, bar by bar."""
+    sources = tuple(
+        SourceCounts(
+            a.source,
+            tuple(
+                Series(x.name, tuple(p + q for p, q in zip(x.counts, y.counts, strict=True)))
+                for x, y in zip(a.series, b.series, strict=True)
+            ),
+        )
+        for a, b in zip(one.sources, other.sources, strict=True)
+    )
+    return replace(one, sources=sources)
 
 
 def read_queue(connection: Redis, keys: Keys) -> QueueNow:

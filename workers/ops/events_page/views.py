@@ -25,7 +25,7 @@ from workers.ops.events_page.chart import draw
 from workers.ops.events_page.chart_range import chosen, links
 from workers.ops.events_page.detail import load_detail, settled_text
 from workers.ops.events_page.layout import page_layout
-from workers.ops.events_page.moments import Moment, moment
+from workers.ops.events_page.moments import Moment, moment, waited
 from workers.ops.events_page.picture import read_queue, read_timeline
 from workers.ops.events_page.search import EventSearch, Page, Query
 from workers.ops.events_page.search_form import LIMITS, form_of, parse_query
@@ -95,12 +95,6 @@ def _summary(query: Query, page: Page) -> str:
     return " ".join(parts) + "."
 
 
-def _age(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
-
-
 def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blueprint:
     blueprint = Blueprint("events", __name__, url_prefix="/events")
     keys = settings.keys
@@ -131,7 +125,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         return render(
             "index.html",
             now=queue,
-            age=_age(queue.oldest_age),
+            age=waited(queue.oldest_age),
             chart=chart,
             chart_links=links(
                 chart.span,

@@ -1,0 +1,218 @@
+"""The Events page of every shard, on the cluster dashboard's front (`front_events.py`): the
+queue now and the chart summed over three shards on three primaries (what was received,
+once, and what every shard's workers did), and the bulk requeue and purge of the dead
+letters a search matches in every shard, confirmed first, refused from another origin, each
+done by its shard's own action; in headless Chromium too. A stopped primary's shard is
+named and the others counted."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from redis import Redis
+
+from app.keys import job_id_for
+from tests.cluster.harness import ShardedRedis
+from tests.cluster.test_cluster_dashboard import SHARDS, dead_letter_per_shard, get, site
+from tests.cluster.test_cluster_stack import send_one
+from tests.conftest import AUTH
+from tests.faults.browser import chromium, log_in, page_text
+from tests.processes import Stack, effects, wait_until
+from workers.dev.redis_server import RedisServer
+
+
+def totals(page: str) -> dict[str, int]:
+    """The chart's legend of the one source: each series' total in the range shown."""
+    found = re.findall(
+        r'<tr class="series-(\w+)"><th>.*?</th><td\s+class="total">(\d+)</td>', page, re.S
+    )
+    return {name: int(total) for name, total in found}
+
+
+def form_of(page: str) -> tuple[str, dict[str, str]]:
+    """The confirmation's form: where it posts, and its hidden fields."""
+    action = re.search(r'<form method="post" action="([^"]+)">', page)
+    assert action is not None, page
+    fields = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page)
+    return action.group(1), {name: html.unescape(value) for name, value in fields}
+
+
+def test_the_fronts_chart_counts_what_every_shard_received_and_worked(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = dead_letter_per_shard(web, redis, "evt_chart_dead")
+    assert len(dead) == 3
+    done = [f"evt_chart{n}" for n in range(12)]
+    for event_id in done:
+        assert send_one(web.url, event_id, "order.created") == 200
+    assert {SHARDS.of("inbound", e) for e in done} == {0, 1, 2}
+    wait_until(lambda: all(effects(redis, e) == 1 for e in done), 30, "the handlers")
+    expected = {"accepted": 15, "done": 12, "dead": 3}
+
+    def counted() -> dict[str, int]:
+        return totals(get(dashboard, "/events?range=hour").text)
+
+    # The receivers flush every few seconds; each shard's workers' counts are its own.
+    wait_until(lambda: {k: counted().get(k) for k in expected} == expected, 30, "the chart")
+    assert counted()["retried"] == 0 and counted()["rejected"] == 0
+    page = get(dashboard, "/events?range=hour").text
+    assert "<b>3</b> dead letters" in page and "<b>0</b> queued" in page
+    assert '<svg class="chart"' in page
+    # The legend's colours: the stylesheet the page links, served by the front.
+    style = get(dashboard, "/style.css")
+    assert style.status_code == 200 and ".swatch-dead" in style.text
+
+
+def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = dead_letter_per_shard(web, redis, "evt_bulk")
+    search = get(dashboard, "/events", params={"status": "dead"}).text
+    assert "3 dead letters in 3 shards match this search" in search
+
+    confirmation = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
+    assert confirmation.status_code == 200
+    assert "3 dead letters to requeue" in confirmation.text
+    action, fields = form_of(confirmation.text)
+    assert action == "/events/bulk/requeue"
+    for shard, event_id in dead.items():
+        assert fields[f"jobs-{shard}"] == job_id_for("inbound", event_id)
+    assert all(effects(redis, e) == 1 for e in dead.values())  # nothing done yet
+
+    # From another origin, with the login a browser would attach: refused, nothing done.
+    forged = httpx.post(
+        dashboard.url + action,
+        data={**fields, "handlers": "failed"},
+        auth=AUTH,
+        headers={"Origin": "https://attacker.example"},
+    )
+    assert forged.status_code == 403
+    # Still failing: each runs once more in its shard, and is a dead letter again.
+    done = httpx.post(
+        dashboard.url + action,
+        data={**fields, "handlers": "failed"},
+        auth=AUTH,
+        headers={"Origin": dashboard.url},
+    )
+    assert done.status_code == 303, done.text
+    assert "done=3" in done.headers["location"]
+    wait_until(lambda: all(effects(redis, e) == 2 for e in dead.values()), 30, "the requeues")
+    result = get(dashboard, done.headers["location"]).text
+    assert "3 requeued." in result
+    links = re.findall(r'<a href="(/shards/(\d)/events\?requeued=[^"]+)">', result)
+    assert {shard for _, shard in links} == {"0", "1", "2"}
+    for link, shard in links:
+        assert dead[int(shard)] in get(dashboard, html.unescape(link)).text
+
+    def still_dead() -> int:
+        page = get(dashboard, "/events", params={"status": "dead"}).text
+        found = re.search(r"(\d+) dead letters? in", page)
+        return int(found.group(1)) if found else 0
+
+    wait_until(lambda: still_dead() == 3, 30, "dead letters again")
+    purge = get(dashboard, "/events/bulk", params={"verb": "purge", "status": "dead"})
+    action, fields = form_of(purge.text)
+    purged = httpx.post(
+        dashboard.url + action, data=fields, auth=AUTH, headers={"Origin": dashboard.url}
+    )
+    assert purged.status_code == 303
+    assert "3 purged." in get(dashboard, purged.headers["location"]).text
+    assert still_dead() == 0
+    for shard in SHARDS:
+        failed = get(dashboard, f"/shards/{shard}/0/data/jobs/webhooks/failed/50/asc/1.json")
+        assert failed.json()["jobs"] == []
+
+
+def test_the_fronts_bulk_pages_show_a_hand_written_searchs_markup_as_text(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+) -> None:
+    cluster = make_sharded_redis()
+    _, dashboard = site(make_stack, cluster, redis_server)
+    hostile = '"><img src=x onerror=alert(1)>'
+    # A link someone else wrote, opened by an operator: its fields are shown, never run.
+    for path in ("/events", "/events/bulk"):
+        shown = get(dashboard, path, params={"verb": "purge", "type": hostile, "id": hostile})
+        assert shown.status_code == 200, shown.text
+        assert "<img src=x" not in shown.text and "&lt;img src=x" in shown.text
+    # A result banner written by hand: its counts are numbers, its links tokens, or nothing.
+    forged = get(
+        dashboard,
+        "/events",
+        params={"bulk": "requeue", "done": "<b>9</b>", "failed": "<i>1</i>", "batch-1": "x<y"},
+    )
+    assert forged.status_code == 200
+    assert "bulk-result" not in forged.text and "<i>1</i>" not in forged.text
+    assert get(dashboard, "/events/bulk", params={"verb": "<script>"}).status_code == 404
+
+
+def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+) -> None:
+    cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = dead_letter_per_shard(web, redis, "evt_down")
+    stopped = cluster.primary_for_slot(SHARDS.slot(2))
+    cluster.stop_with_replicas(stopped)
+
+    page = get(dashboard, "/events", params={"status": "dead"})
+    assert page.status_code == 200
+    assert re.search(
+        r"Not counted \(did not answer\):</p><ul id='picture-down'><li>shard 2: ", page.text
+    )
+    assert "<b>2</b> dead letters" in page.text
+    shown = set(re.findall(r'<a href="/shards/\d/events/event\?[^"]*">([^<]+)</a>', page.text))
+    assert shown == {dead[0], dead[1]}
+    assert "2 dead letters in 2 shards match" in page.text
+    confirmation = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
+    assert "<li>shard 2: " in confirmation.text and "2 dead letters to requeue" in confirmation.text
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    yield from chromium()
+
+
+def test_in_a_browser_the_fronts_events_page_charts_and_requeues_every_shards_dead_letters(
+    make_sharded_redis: Callable[..., ShardedRedis],
+    make_stack: Callable[..., Stack],
+    redis_server: RedisServer,
+    redis: Redis,
+    browser: Any,
+) -> None:
+    from selenium.webdriver.common.by import By  # as tests/faults/ do: with the browser
+
+    cluster = make_sharded_redis()
+    web, dashboard = site(make_stack, cluster, redis_server)
+    dead = dead_letter_per_shard(web, redis, "evt_click")
+    for event_id in dead.values():
+        redis.delete(f"fail:{event_id}")
+    log_in(browser)
+    browser.get(dashboard.url + "/events?status=dead&range=hour")
+    wait_until(lambda: "3 dead letters in 3 shards" in page_text(browser), 20, "the buttons")
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart")
+    browser.find_element(By.ID, "bulk-requeue").click()
+    wait_until(lambda: "3 dead letters to requeue" in page_text(browser), 20, "the confirmation")
+    browser.find_element(By.ID, "confirm").click()
+    wait_until(lambda: "3 requeued." in page_text(browser), 20, "the result")
+    wait_until(lambda: all(effects(redis, e) == 2 for e in dead.values()), 30, "the requeues")
+    assert all(effects(redis, e) == 2 for e in dead.values())
