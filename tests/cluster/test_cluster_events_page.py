@@ -68,6 +68,10 @@ def test_the_fronts_chart_counts_what_every_shard_received_and_worked(
     page = get(dashboard, "/events?range=hour").text
     assert "<b>3</b> dead letters" in page and "<b>0</b> queued" in page
     assert '<svg class="chart"' in page
+    # Each shard's own page says what its chart counts.
+    assert "what every receiver" in get(dashboard, "/shards/0/events").text
+    own = get(dashboard, "/shards/1/events").text
+    assert "This is shard 1's page" in own and "what every receiver" not in own
     # The legend's colours: the stylesheet the page links, served by the front.
     style = get(dashboard, "/style.css")
     assert style.status_code == 200 and ".swatch-dead" in style.text

@@ -87,6 +87,10 @@ INDEX = """{% extends "layout.html" %}
  <span class="stat"><b>{{ now.dead }}</b> dead letter{{ "" if now.dead == 1 else "s" }}</span>
 </section>
 {% include "chart.html" %}
+{% if shard is not none %}<p id="shard-note" class="chart-key">This is shard {{ shard }}'s page:
+ its chart counts what this shard's workers did{% if shard == 0 %}, and what every receiver
+ answered (kept in this shard){% endif %}. The Events page of every shard, on the dashboard's
+ front (its /events), adds every shard's up, and searches and acts on all of them.</p>{% endif %}
 {% include "search.html" %}
 {% endblock %}
 """

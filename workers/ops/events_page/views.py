@@ -127,6 +127,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             now=queue,
             age=waited(queue.oldest_age),
             chart=chart,
+            shard=settings.shard,
             chart_links=links(
                 chart.span,
                 chart.auto,
