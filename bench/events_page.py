@@ -92,24 +92,27 @@ return count
 """
 
 
-def fill(redis: Redis, records: int, now: float) -> float:
+def fill(
+    redis: Redis, records: int, now: float, prefix: str = "webhook", quiet: bool = False
+) -> float:
+    """`prefix`: our keys' (a shard's, on a cluster: `bench/events_front.py`)."""
     started = time.perf_counter()
     script = redis.register_script(FILL)
     span = DAYS * 86_400
     # Records are numbered oldest first: evt_<records - 1> is the newest.
     for first in range(0, records, BATCH):
         count = min(BATCH, records - first)
-        script(args=["webhook", first, count, now, span, span + 86_400, records])
+        script(args=[prefix, first, count, now, span, span + 86_400, records])
         done = first + count
-        if done % 100_000 == 0 or done == records:
+        if not quiet and (done % 100_000 == 0 or done == records):
             print(f"  filled {done:,} records", file=sys.stderr, flush=True)
     with redis.pipeline(transaction=False) as pipe:
         for source in SOURCES:
             for n in range(KEEP // INTERVAL):
-                key = timeline_key("webhook", source, interval_of(now) - n * INTERVAL)
+                key = timeline_key(prefix, source, interval_of(now) - n * INTERVAL)
                 pipe.hset(key, mapping={name: (n * 7 + len(name)) % 40 for name in FIELDS})
             for n in range(KEEP_MINUTES // MINUTE):
-                key = minute_key("webhook", source, minute_of(now) - n * MINUTE)
+                key = minute_key(prefix, source, minute_of(now) - n * MINUTE)
                 pipe.hset(key, mapping={name: (n * 3 + len(name)) % 9 for name in FIELDS})
         pipe.execute()
     return time.perf_counter() - started

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from redis import Redis
 
+from app.jobstate import EventStatus
 from app.keys import job_id_for
 from tests.cluster.harness import ShardedRedis
 from tests.cluster.test_cluster_dashboard import SHARDS, dead_letter_per_shard, get, site
@@ -220,3 +221,50 @@ def test_in_a_browser_the_fronts_events_page_charts_and_requeues_every_shards_de
     wait_until(lambda: "3 requeued." in page_text(browser), 20, "the result")
     wait_until(lambda: all(effects(redis, e) == 2 for e in dead.values()), 30, "the requeues")
     assert all(effects(redis, e) == 2 for e in dead.values())
+
+
+def test_a_shards_walk_stopped_on_its_budget_holds_back_older_rows_of_the_others(
+    make_sharded_redis: Callable[..., ShardedRedis],
+) -> None:
+    """Shard 0's newest records are 2,000 settled events, more than its share of the page's
+    budget, and then a dead letter; shard 1's dead letter is older. The first page must not
+    show shard 1's before shard 0 has looked below where it stopped: newest first, always."""
+    from app.settings import Settings
+    from workers.ops.events_page.search import SCAN_BUDGET, Query
+    from workers.ops.front_search import search
+
+    cluster = make_sharded_redis()
+    settings = Settings.load(
+        _env_file=None,
+        redis_cluster_nodes=cluster.seeds,
+        webhook_shards=str(SHARDS.count),
+        webhook_signing_secret="s" * 32,
+    )
+    now = 1_800_000_000.0
+    busy = SCAN_BUDGET // SHARDS.count + 1000  # past the chunk its budget ends in
+
+    def record(shard: int, event_id: str, status: str, at: float) -> None:
+        keys = settings.keys.sharded(SHARDS.tag(shard))
+        client = cluster.primary_for_slot(SHARDS.slot(shard)).redis()
+        key = keys.event("inbound", event_id)
+        client.hset(key, mapping={"source": "inbound", "id": event_id, "type": "order.created"})
+        client.hset(key, mapping={"status": status, "attempts": 1, "received_at": at})
+        client.zadd(keys.events, {key: at})
+
+    for n in range(busy):
+        record(0, f"evt_busy{n}", "done", now - n)
+    record(0, "evt_dead_newer", "dead", now - busy - 10)
+    record(1, "evt_dead_older", "dead", now - busy - 20)
+
+    shown: list[str] = []
+    at: dict[int, Any] = {}
+    pages = 0
+    while True:
+        merged = search(settings, SHARDS, Query(status=EventStatus.DEAD), at)
+        shown += [found.record.id for found in merged.rows]
+        pages += 1
+        if merged.next_at is None:
+            break
+        at = merged.next_at
+    assert shown == ["evt_dead_newer", "evt_dead_older"]
+    assert pages >= 2  # the first page was bounded: shard 0 stopped on its budget

@@ -47,6 +47,10 @@ class Merged:
     down: list[tuple[int, str]] = field(default_factory=list)
     next_at: dict[int, Cursor | str] | None = None  # None: nothing older anywhere
     stripped: bool = False
+    # A walk stopped on its budget: how far back every shard was looked through, and how
+    # many index entries were.
+    stopped: float | None = None
+    examined: int = 0
 
 
 def decode_at(value: str) -> dict[int, Cursor | str]:
@@ -81,7 +85,8 @@ def search(settings: Settings, shards: Shards, query: Query, at: dict[int, Curso
         cursor = at.get(shard)
         mine = replace(query, after=cursor if isinstance(cursor, Cursor) else None)
         try:
-            return EventSearch(EventLedger(keys, client), sources).run(mine)
+            # The page's budget shared: as many records read as one Redis's page reads.
+            return EventSearch(EventLedger(keys, client), sources, shards.count).run(mine)
         except RedisError as exc:
             return what_went_wrong(exc, target)
         finally:
@@ -100,6 +105,15 @@ def search(settings: Settings, shards: Shards, query: Query, at: dict[int, Curso
         for record in found.rows:
             position = Cursor(record.received_at, keys.event(record.source, record.id))
             candidates.append(Found(shard, record, position))
+    # A shard whose walk stopped on its budget has not looked below where it stopped: rows
+    # of other shards older than that wait for the next page, or the order would break.
+    stops = [p.more for p in pages.values() if isinstance(p, Page) and p.budget_spent and p.more]
+    if stops:
+        frontier = max(stops, key=lambda c: (c.score, c.member))
+        merged.stopped = frontier.score
+        ahead = (frontier.score, frontier.member)
+        candidates = [f for f in candidates if (f.position.score, f.position.member) >= ahead]
+        merged.examined = sum(p.examined for p in pages.values() if isinstance(p, Page))
     candidates.sort(key=lambda f: (f.position.score, f.position.member), reverse=True)
     merged.rows = candidates[: query.size]
     if not query.event_id:
@@ -151,6 +165,12 @@ def results(
     )
     if merged.down:
         body += f"<p>Not searched (did not answer):</p><ul>{said}</ul>"
+    if merged.stopped is not None:
+        body += (
+            f"<p id='bounded'>Looked through {merged.examined} events, back to "
+            f"{escape(iso(merged.stopped))} in every shard; older ones may match too "
+            "(older &rarr;, below).</p>"
+        )
     if merged.stripped:
         body += "<p>No event has exactly that id; shown: the id without the spaces around it.</p>"
     return body + (

@@ -100,10 +100,13 @@ class Page:
 
 
 class EventSearch:
-    def __init__(self, ledger: EventLedger, sources: list[str]) -> None:
+    def __init__(self, ledger: EventLedger, sources: list[str], share: int = 1) -> None:
+        """`share`: of the page's budget, this search's part (the front of a cluster's
+        dashboard searches every shard for one page: each spends 1/share of it)."""
         self.ledger = ledger
         self.connection: Redis = ledger.connection
         self.sources = sources
+        self.share = share
 
     def run(self, query: Query) -> Page:
         if query.event_id:
@@ -147,7 +150,7 @@ class EventSearch:
 
     def _walk(self, query: Query) -> Page:
         page = Page()
-        budget = SCAN_BUDGET if query.reads_records else KEY_BUDGET
+        budget = (SCAN_BUDGET if query.reads_records else KEY_BUDGET) // self.share
         cursor = query.after
         candidates: list[tuple[str, float]] = []
         while len(page.rows) < query.size:
