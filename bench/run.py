@@ -9,7 +9,8 @@ rounds' ratios is reported:
   compares the one-handler drain with another checkout's (a baseline commit's worktree);
 - peers (`bench/peers.py`): Celery and dramatiq draining the same jobs, over the same loop;
 - memory (`bench/memory.py`): Redis bytes per dedupe key and per accepted event;
-- the Events page (`bench/events_page.py`) over a million ledger records.
+- the Events page (`bench/events_page.py`) over a million ledger records, and the cluster
+  dashboard's Events page of every shard over as many in three shards (`bench/events_front.py`).
 - replica acks (`bench/replicas.py`): the receiver at WEBHOOK_REPLICA_ACKS=1 over 0, on a
   primary and a replica of its own.
 - tracing (`bench/tracing.py`): ingest and the one-handler drain with tracing on (exporting
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.cluster import cluster_ingest
 from bench.drain import ab, drain, scaling
+from bench.events_front import run as events_front
 from bench.events_page import run as events_page
 from bench.ingest import ingest, ingest_ab
 from bench.memory import memory
@@ -141,6 +143,7 @@ def main() -> None:
             result["events_page"] = events_page(pages, args.events_records, 15)
         finally:
             pages.stop()
+        result["events_front"] = events_front(args.events_records, 15)
     print(table(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

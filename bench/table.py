@@ -201,6 +201,18 @@ def table(result: dict[str, Any]) -> str:
                 f"<= {page['target_ms']:.0f} ms",
             )
         )
+    if "events_front" in result:
+        front = result["events_front"]
+        [opened] = [m for n, m in front["measures"].items() if n.endswith("(as opened)")]
+        slowest = max(m["p95_ms"] for m in front["measures"].values())
+        rows.append(
+            (
+                f"events page of {front['shards']} shards, {front['records']:,}: as opened",
+                "",
+                f"{opened['median_ms']} ms (p95 {opened['p95_ms']}, slowest p95 {slowest})",
+                f"<= {front['target_ms']:.0f} ms",
+            )
+        )
     if "replicas" in result:
         rows += replica_rows(result["replicas"])
     if "cluster" in result:
