@@ -59,3 +59,11 @@ def make_sharded_redis(
             print(cluster.logs())
     for cluster in clusters:
         cluster.stop()
+
+
+@pytest.fixture
+def browser() -> Iterator[object]:
+    """Headless Chromium, as tests/faults/ drive it (the dashboard's pages)."""
+    from tests.faults.browser import chromium
+
+    yield from chromium()

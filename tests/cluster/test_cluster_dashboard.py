@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 from redis import Redis
 
 from app.keys import job_id_for
@@ -22,7 +21,7 @@ from app.shards import Shards
 from tests.cluster.harness import ShardedRedis
 from tests.cluster.test_cluster_stack import send_one
 from tests.conftest import AUTH
-from tests.faults.browser import chromium, log_in, page_text
+from tests.faults.browser import log_in, page_text
 from tests.processes import Process, Stack, effects, wait_http, wait_until
 from workers.dev.redis_server import RedisServer
 
@@ -138,11 +137,6 @@ def test_a_stopped_primarys_shards_are_said_down_and_the_others_served(
     assert down.status_code == 503 and "Redis unavailable" in down.text
     assert len(down.text.strip().splitlines()) == 1
     assert get(dashboard, "/shards/0/events").status_code == 200
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    yield from chromium()
 
 
 def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_letter(

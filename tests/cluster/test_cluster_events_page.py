@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
-import pytest
 from redis import Redis
 
 from app.jobstate import EventStatus
@@ -22,7 +21,7 @@ from tests.cluster.harness import ShardedRedis
 from tests.cluster.test_cluster_dashboard import SHARDS, dead_letter_per_shard, get, site
 from tests.cluster.test_cluster_stack import send_one
 from tests.conftest import AUTH
-from tests.faults.browser import chromium, log_in, page_text
+from tests.faults.browser import log_in, page_text
 from tests.processes import Stack, effects, wait_until
 from workers.dev.redis_server import RedisServer
 
@@ -190,11 +189,6 @@ def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
     assert "2 dead letters in 2 shards match" in page.text
     confirmation = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
     assert "<li>shard 2: " in confirmation.text and "2 dead letters to requeue" in confirmation.text
-
-
-@pytest.fixture
-def browser() -> Iterator[object]:
-    yield from chromium()
 
 
 def test_in_a_browser_the_fronts_events_page_charts_and_requeues_every_shards_dead_letters(

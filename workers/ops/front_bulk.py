@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from flask import Response
 from markupsafe import escape
-from redis.exceptions import RedisError
 
-from app.connection import OPERATOR, shard_client
-from app.redis_errors import what_went_wrong
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page import requeued
@@ -40,6 +36,7 @@ from workers.ops.events_page.bulk import (
 from workers.ops.events_page.search_form import FILTERS, form_of, parse_query
 from workers.ops.front_bulk_pages import confirmation
 from workers.ops.front_pages import page
+from workers.ops.shard_reads import read_each
 
 # Posts a form to a shard's process (`dashboard_front.py`), the path under /shards/<n>/;
 # None when that process could not be reached.
@@ -82,23 +79,9 @@ def selection(settings: Settings, args: Mapping[str, str]) -> tuple[Filters | No
 
 
 def gather(settings: Settings, shards: Shards, filters: Filters) -> Gathered:
-    target = settings.cluster_target
-    assert target is not None
-
-    def one(shard: int) -> Found | str:
-        keys = settings.keys.sharded(shards.tag(shard))
-        client = shard_client(settings, shard, OPERATOR)
-        try:
-            return find(client, keys, filters)
-        except RedisError as exc:
-            return what_went_wrong(exc, target)
-        finally:
-            client.close()
-
-    with ThreadPoolExecutor(max_workers=min(8, shards.count)) as pool:
-        read = list(pool.map(one, shards))
+    read = read_each(settings, shards, lambda _, client, keys: find(client, keys, filters))
     gathered = Gathered()
-    for shard, got in zip(shards, read, strict=True):
+    for shard, got in read.items():
         if isinstance(got, str):
             gathered.down.append((shard, got))
         elif got.letters:

@@ -8,12 +8,15 @@ from urllib.parse import urlencode
 
 from flask import Response
 from markupsafe import escape
+from redis import Redis
 from redis.exceptions import RedisError
 
 from app.connection import OPERATOR, shard_client, slot_map
+from app.keys import Keys
 from app.redis_errors import what_went_wrong
 from app.settings import Settings
 from app.shards import Shards
+from workers.ops.shard_reads import read_each
 
 
 def find_page(settings: Settings, shards: Shards, event_id: str, source: str | None) -> Response:
@@ -49,23 +52,22 @@ def _holders(
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """(shard, source) of each ledger record of the id; (shard, why) of each shard that
     could not be asked."""
-    target = settings.cluster_target
-    assert target is not None
     names = [source] if source else list(settings.sources)
-    found, down = [], []
-    for shard in shards:
-        keys = settings.keys.sharded(shards.tag(shard))
-        client = shard_client(settings, shard, OPERATOR)
-        try:
-            with client.pipeline(transaction=False) as pipe:
-                for name in names:
-                    pipe.exists(keys.event(name, event_id))
-                held = pipe.execute()
-            found += [(shard, name) for name, count in zip(names, held, strict=True) if count]
-        except RedisError as exc:
-            down.append((shard, what_went_wrong(exc, target)))
-        finally:
-            client.close()
+
+    def held(_: int, client: Redis, keys: Keys) -> list[str]:
+        with client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.exists(keys.event(name, event_id))
+            counts = pipe.execute()
+        return [name for name, count in zip(names, counts, strict=True) if count]
+
+    found: list[tuple[int, str]] = []
+    down: list[tuple[int, str]] = []
+    for shard, got in read_each(settings, shards, held).items():
+        if isinstance(got, str):
+            down.append((shard, got))
+        else:
+            found += [(shard, name) for name in got]
     return found, down
 
 

@@ -9,14 +9,12 @@ shard's workers did. A shard that does not answer is named, and the picture is t
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import reduce
 
-from redis.exceptions import RedisError
+from redis import Redis
 
-from app.connection import OPERATOR, shard_client
-from app.redis_errors import what_went_wrong
+from app.keys import Keys
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page.picture import (
@@ -28,6 +26,7 @@ from workers.ops.events_page.picture import (
     read_queue,
     read_timelines,
 )
+from workers.ops.shard_reads import read_each
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,25 +44,15 @@ class Picture:
 
 def read_picture(settings: Settings, shards: Shards, now: float, span: Span | None) -> Picture:
     """Every shard's counts of `span` (None: the range that fits them all) and queue, summed."""
-    target = settings.cluster_target
-    assert target is not None
     sources = list(settings.sources)
 
-    def one(shard: int) -> ShardPicture | str:
-        keys = settings.keys.sharded(shards.tag(shard))
-        client = shard_client(settings, shard, OPERATOR)
-        try:
-            timelines = read_timelines(client, keys.prefix, sources, now, span)
-            return ShardPicture(timelines, read_queue(client, keys))
-        except RedisError as exc:
-            return what_went_wrong(exc, target)
-        finally:
-            client.close()
+    def one(shard: int, client: Redis, keys: Keys) -> ShardPicture:
+        timelines = read_timelines(client, keys.prefix, sources, now, span)
+        return ShardPicture(timelines, read_queue(client, keys))
 
-    with ThreadPoolExecutor(max_workers=min(8, shards.count)) as pool:
-        read = list(pool.map(one, shards))
-    down = [(shard, got) for shard, got in zip(shards, read, strict=True) if isinstance(got, str)]
-    answered = [got for got in read if not isinstance(got, str)]
+    read = read_each(settings, shards, one)
+    down = [(shard, got) for shard, got in read.items() if isinstance(got, str)]
+    answered = [got for got in read.values() if not isinstance(got, str)]
     if not answered:
         return Picture(None, QueueNow(0, 0.0, 0, 0), down)
     # Summed span by span before the fit: the range must hold every shard's counts.

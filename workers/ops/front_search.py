@@ -13,22 +13,21 @@ from __future__ import annotations
 import base64
 import json
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from markupsafe import escape
-from redis.exceptions import RedisError
+from redis import Redis
 from werkzeug.datastructures import MultiDict
 
-from app.connection import OPERATOR, shard_client
 from app.formats import iso
-from app.redis_errors import what_went_wrong
+from app.keys import Keys
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
 from workers.ops.events_page.search_form import FIELDS, form_of
 from workers.ops.ledger import EventLedger, LedgerRecord
+from workers.ops.shard_reads import read_each
 
 # A shard whose walk reached its end: nothing older there.
 DONE = "done"
@@ -74,26 +73,16 @@ def encode_at(at: dict[int, Cursor | str]) -> str:
 
 
 def search(settings: Settings, shards: Shards, query: Query, at: dict[int, Cursor | str]) -> Merged:
-    target = settings.cluster_target
-    assert target is not None
     sources = list(settings.sources)
     wanted = [s for s in shards if at.get(s) != DONE]
 
-    def one(shard: int) -> Page | str:
-        keys = settings.keys.sharded(shards.tag(shard))
-        client = shard_client(settings, shard, OPERATOR)
+    def one(shard: int, client: Redis, keys: Keys) -> Page:
         cursor = at.get(shard)
         mine = replace(query, after=cursor if isinstance(cursor, Cursor) else None)
-        try:
-            # The page's budget shared: as many records read as one Redis's page reads.
-            return EventSearch(EventLedger(keys, client), sources, shards.count).run(mine)
-        except RedisError as exc:
-            return what_went_wrong(exc, target)
-        finally:
-            client.close()
+        # The page's budget shared: as many records read as one Redis's page reads.
+        return EventSearch(EventLedger(keys, client), sources, shards.count).run(mine)
 
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(wanted)))) as pool:
-        pages = dict(zip(wanted, pool.map(one, wanted), strict=True))
+    pages = read_each(settings, shards, one, wanted)
     merged = Merged()
     candidates: list[Found] = []
     for shard, found in pages.items():
