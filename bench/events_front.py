@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import tempfile
 import time
-from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -31,7 +28,15 @@ sys.path.insert(0, str(ROOT))
 from app.keys import Keys  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.shards import Shards  # noqa: E402
-from bench.events_page import AUTH, DAYS, SOURCES, TARGET_MS, page, timed  # noqa: E402
+from bench.events_page import (  # noqa: E402
+    AUTH,
+    DAYS,
+    SOURCES,
+    TARGET_MS,
+    older_cursor,
+    page,
+    timed,
+)
 from bench.events_page import fill as fill_one  # noqa: E402
 from tests.cluster.harness import ShardedRedis  # noqa: E402
 from workers.ops.dashboard_front import ShardDashboards, create_front  # noqa: E402
@@ -52,17 +57,6 @@ def fill(cluster: ShardedRedis, records: int, now: float) -> float:
         print(f"  shard {shard}: {share:,} records under {prefix}", file=sys.stderr, flush=True)
         fill_one(primary, share, now, prefix=prefix, quiet=True)
     return time.perf_counter() - started
-
-
-def older_at(client: Any, hops: int) -> str:
-    """The cursor `hops` pages back, as the front's "older" link carries it."""
-    query: dict[str, str] = {}
-    for _ in range(hops):
-        html = client.get("/events", query_string=query or None, auth=AUTH).get_data(as_text=True)
-        link = re.search(r'<a id="older" href="([^"]*)"', html)
-        assert link is not None
-        query = {"at": parse_qs(urlsplit(unescape(link.group(1))).query)["at"][0]}
-    return query["at"]
 
 
 def run(records: int, runs: int) -> dict[str, Any]:
@@ -93,7 +87,7 @@ def _measure(cluster: ShardedRedis, records: int, runs: int) -> dict[str, Any]:
     dashboards = ShardDashboards(SHARDS.count)
     client = create_front(settings, dashboards).test_client()
     try:
-        at = older_at(client, 10)
+        at = older_cursor(client, 10, field="at")
         hour_ago = str(int(now - 3600))
         share = records // SHARDS.count
         measures = {

@@ -143,8 +143,9 @@ def page(client: Any, path: str, **query: str) -> Callable[[], object]:
     return get
 
 
-def older_cursor(client: Any, hops: int) -> str:
-    """The cursor `hops` pages back, as the page's "older" link carries it."""
+def older_cursor(client: Any, hops: int, field: str = "after") -> str:
+    """The cursor `hops` pages back, as the page's "older" link carries it in `field`
+    (the front of a cluster's dashboard: `at`, a cursor per shard)."""
     import re
     from html import unescape
     from urllib.parse import parse_qs, urlsplit
@@ -154,8 +155,8 @@ def older_cursor(client: Any, hops: int) -> str:
         html = client.get("/events", query_string=query or None, auth=AUTH).get_data(as_text=True)
         link = re.search(r'<a id="older" href="([^"]*)"', html)
         assert link is not None
-        query = {"after": parse_qs(urlsplit(unescape(link.group(1))).query)["after"][0]}
-    return query["after"]
+        query = {field: parse_qs(urlsplit(unescape(link.group(1))).query)[field][0]}
+    return query[field]
 
 
 def main() -> None:
