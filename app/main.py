@@ -28,8 +28,9 @@ from app.process_settings import shared_settings
 from app.receiver import Receiver
 from app.routes import router
 from app.settings import ConfigError, Settings
+from app.shard_timelines import ShardOutcomes
 from app.startup_checks import Process, check_startup
-from app.timeline import ShardOutcomes, start_timeline
+from app.timeline import start_timeline
 from app.tracing import NO_TRACING, Tracing
 
 # uvicorn reads a request's head and body with no bound of ours unless its `--http` is the

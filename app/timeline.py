@@ -17,8 +17,9 @@ request path, by the receiver process every FLUSH_EVERY seconds:
   saw appear count from zero; counters older than the timeline (an upgrade) are only noted,
   rather than poured into one interval.
 On a Redis Cluster the receivers' counts go to the first shard's timeline, and each shard's
-workers' counters are sampled into that shard's own (its keys share the counters' slot): the
-dashboard's front sums every shard's (`workers/ops/front_picture.py`).
+workers' counters are sampled into that shard's own (its keys share the counters' slot;
+`app/shard_timelines.py`): the dashboard's front sums every shard's
+(`workers/ops/front_picture.py`).
 Nothing is written for a source until it has had a delivery or an outcome.
 A count reaches its interval within FLUSH_EVERY seconds; one near an interval's end may land
 in the next.
@@ -29,15 +30,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from app.keys import Keys
 from app.last_accepted import AcceptedMarks
-from app.metrics import RECEIVED, REJECTED
+from app.receiver_counts import ReceiverCounts
 
 INTERVAL = 900
 MINUTE = 60
@@ -126,86 +127,44 @@ def sample_call(
     return keys, [first, *(keep for _, keep in buckets), *pairs]
 
 
-@dataclass
-class ReceiverCounts:
-    """This process's answers, as counted by prometheus-client, less what was flushed."""
-
-    sources: frozenset[str]
-    flushed: dict[tuple[str, str], float] = field(default_factory=dict)
-    # Sources whose workers' counters did not exist when this process started: when they
-    # appear, everything in them is new. Counters that predate it are only noted.
-    fresh: set[str] = field(default_factory=set)
-    # When each source last had an event accepted: written with the counts, read at start
-    # (`last_accepted.py`); under the prefix set by `note_fresh`.
-    marks: AcceptedMarks | None = None
-
-    def __post_init__(self) -> None:
-        self.flushed = self.totals()  # what happened before this app started is not its own
-
-    def totals(self) -> dict[tuple[str, str], float]:
-        totals: dict[tuple[str, str], float] = {}
-        for metric, field_of in ((RECEIVED, "outcome"), (REJECTED, None)):
-            for family in metric.collect():
-                for sample in family.samples:
-                    source = sample.labels.get("source", "")
-                    if not sample.name.endswith("_total") or source not in self.sources:
-                        continue
-                    # RECEIVED's outcomes, accepted and duplicate, are fields as they are.
-                    key = (source, sample.labels[field_of] if field_of else "rejected")
-                    totals[key] = totals.get(key, 0.0) + sample.value
-        return totals
-
-    def pending(self) -> dict[tuple[str, str], int]:
-        totals = self.totals()
-        grown = {key: int(value - self.flushed.get(key, 0.0)) for key, value in totals.items()}
-        return {key: count for key, count in grown.items() if count > 0}
-
-    def commit(self, flushed: dict[tuple[str, str], int]) -> None:
-        for key, count in flushed.items():
-            self.flushed[key] = self.flushed.get(key, 0.0) + count
-
-
 async def note_fresh(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
     """Which sources have no workers' counters yet (read only: a receiver that only ever
     refuses requests writes nothing but their count)."""
-    names = sorted(counts.sources)
     marks = AcceptedMarks(Keys(prefix, "").last_accepted, counts.sources)
     async with redis.pipeline(transaction=False) as pipe:
-        for source in names:
-            pipe.exists(Keys(prefix, "").stats(source))
+        fresh = queue_fresh(pipe, prefix, counts.sources)
         pipe.hgetall(marks.key)
         *found, stored = await pipe.execute()
-    counts.fresh = {source for source, exists in zip(names, found, strict=True) if not exists}
+    counts.fresh = fresh(found)
     marks.restore(stored)
     counts.marks = marks
 
 
-@dataclass
-class ShardOutcomes:
-    """Another shard of a cluster: its workers' counters, sampled into its own timeline;
-    `fresh` as ReceiverCounts.fresh, for this shard."""
-
-    redis: aioredis.Redis
-    prefix: str
-    fresh: set[str] = field(default_factory=set)
-
-
-async def note_fresh_shard(shard: ShardOutcomes, sources: frozenset[str]) -> None:
+def queue_fresh(pipe: Any, prefix: str, sources: frozenset[str]) -> Callable[[list[int]], set[str]]:
+    """Ask which sources have no workers' counters under `prefix`; what reads the replies."""
     names = sorted(sources)
-    async with shard.redis.pipeline(transaction=False) as pipe:
-        for source in names:
-            pipe.exists(Keys(shard.prefix, "").stats(source))
-        found = await pipe.execute()
-    shard.fresh = {source for source, exists in zip(names, found, strict=True) if not exists}
+    for source in names:
+        pipe.exists(Keys(prefix, "").stats(source))
+    return lambda found: {name for name, exists in zip(names, found, strict=True) if not exists}
 
 
-async def sample_shard(shard: ShardOutcomes, sources: frozenset[str], now: float) -> None:
-    async with shard.redis.pipeline(transaction=False) as pipe:
-        for source in sorted(sources):
-            first = "zero" if source in shard.fresh else "baseline"
-            keys, args = sample_call(shard.prefix, source, now, first)
-            pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
-        await pipe.execute()
+def queue_samples(
+    pipe: Any, prefix: str, sources: frozenset[str], fresh: set[str], now: float
+) -> None:
+    """Sample each source's workers' counters under `prefix` into its timeline."""
+    for source in sorted(sources):
+        first = "zero" if source in fresh else "baseline"
+        keys, args = sample_call(prefix, source, now, first)
+        pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
+
+
+class OtherShard(Protocol):
+    """A cluster's other shard, whose workers' counters the receivers sample into its own
+    timeline (`app/shard_timelines.py`)."""
+
+    async def note(self, sources: frozenset[str]) -> None: ...
+
+    async def sample(self, sources: frozenset[str], now: float) -> None: ...
 
 
 async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> None:
@@ -223,10 +182,7 @@ async def flush(redis: aioredis.Redis, prefix: str, counts: ReceiverCounts) -> N
             for key, keep in targets(prefix, source, now):
                 pipe.hincrby(key, name, count)
                 pipe.expire(key, keep)
-        for source in sorted(counts.sources):
-            first = "zero" if source in counts.fresh else "baseline"
-            keys, args = sample_call(prefix, source, now, first)
-            pipe.eval(SAMPLE_OUTCOMES, len(keys), *keys, *args)
+        queue_samples(pipe, prefix, counts.sources, counts.fresh, now)
         await pipe.execute()
     counts.commit(pending)
     marks.commit(accepted)
@@ -243,7 +199,7 @@ async def start_timeline(
     redis: aioredis.Redis,
     prefix: str,
     sources: Iterable[str],
-    others: Sequence[ShardOutcomes] = (),
+    others: Sequence[OtherShard] = (),
 ) -> asyncio.Task[None]:
     """Note which workers' counters are new, then flush every FLUSH_EVERY seconds until
     the task is cancelled, and once more then. `others`: a cluster's other shards."""
@@ -251,7 +207,7 @@ async def start_timeline(
     # Never holds startup long; one shard that does not answer leaves the others' noted.
     await asyncio.gather(
         _quietly(note_fresh(redis, prefix, counts), wait=1.0),
-        *(_quietly(note_fresh_shard(s, counts.sources), wait=1.0) for s in others),
+        *(_quietly(s.note(counts.sources), wait=1.0) for s in others),
     )
 
     async def once() -> None:
@@ -259,7 +215,7 @@ async def start_timeline(
         # At once: a shard that is away delays only its own counts.
         await asyncio.gather(
             _quietly(flush(redis, prefix, counts), wait=FLUSH_EVERY),
-            *(_quietly(sample_shard(s, counts.sources, now), wait=FLUSH_EVERY) for s in others),
+            *(_quietly(s.sample(counts.sources, now), wait=FLUSH_EVERY) for s in others),
         )
 
     async def run() -> None:

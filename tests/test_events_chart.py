@@ -16,10 +16,10 @@ import redis.client
 from redis import Redis
 
 import app.timeline
+from app.receiver_counts import ReceiverCounts
 from app.timeline import (
     FIELDS,
     INTERVAL,
-    ReceiverCounts,
     flush,
     interval_of,
     minute_key,

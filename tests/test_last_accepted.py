@@ -12,7 +12,8 @@ from redis import Redis
 
 import app.timeline
 from app.last_accepted import KEEP_LATEST
-from app.timeline import ReceiverCounts, flush, note_fresh
+from app.receiver_counts import ReceiverCounts
+from app.timeline import flush, note_fresh
 from tests.conftest import Harness
 from tests.conftest import metric_value as value
 from tests.test_timeline import run

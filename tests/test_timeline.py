@@ -12,9 +12,9 @@ import redis.asyncio as aioredis
 from redis import Redis
 
 import app.timeline
+from app.receiver_counts import ReceiverCounts
 from app.timeline import (
     SAMPLE_OUTCOMES,
-    ReceiverCounts,
     flush,
     interval_of,
     minute_key,

@@ -59,12 +59,15 @@ def test_the_fronts_chart_counts_what_every_shard_received_and_worked(
     wait_until(lambda: all(effects(redis, e) == 1 for e in done), 30, "the handlers")
     expected = {"accepted": 15, "done": 12, "dead": 3}
 
-    def counted() -> dict[str, int]:
-        return totals(get(dashboard, "/events?range=hour").text)
+    def counted(path: str = "/events?range=hour") -> dict[str, int]:
+        return totals(get(dashboard, path).text)
 
     # The receivers flush every few seconds; each shard's workers' counts are its own.
     wait_until(lambda: {k: counted().get(k) for k in expected} == expected, 30, "the chart")
     assert counted()["retried"] == 0 and counted()["rejected"] == 0
+    # The range that fits, chosen from every shard's counts summed: the hour holds them all.
+    opened = get(dashboard, "/events").text
+    assert "auto (hour)" in opened and totals(opened) == counted()
     page = get(dashboard, "/events?range=hour").text
     assert "<b>3</b> dead letters" in page and "<b>0</b> queued" in page
     assert '<svg class="chart"' in page
@@ -106,6 +109,17 @@ def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
         headers={"Origin": "https://attacker.example"},
     )
     assert forged.status_code == 403
+    for headers in ({}, {"Origin": "null"}):  # no origin said, or a sandboxed page's
+        unsaid = httpx.post(dashboard.url + action, data=fields, auth=AUTH, headers=headers)
+        assert unsaid.status_code == 403
+    assert get(dashboard, action).status_code == 405  # a link cannot act
+    # Another shard's job listed as shard 0's, and a shard that does not exist: not acted on.
+    crossed = {"status": "dead", "jobs-0": fields["jobs-1"], "jobs-99": fields["jobs-2"]}
+    misled = httpx.post(
+        dashboard.url + action, data=crossed, auth=AUTH, headers={"Origin": dashboard.url}
+    )
+    assert misled.status_code == 303 and "done=0&gone=1" in misled.headers["location"]
+    assert all(effects(redis, e) == 1 for e in dead.values())
     # Still failing: each runs once more in its shard, and is a dead letter again.
     done = httpx.post(
         dashboard.url + action,
@@ -156,13 +170,14 @@ def test_the_fronts_bulk_pages_show_a_hand_written_searchs_markup_as_text(
         assert shown.status_code == 200, shown.text
         assert "<img src=x" not in shown.text and "&lt;img src=x" in shown.text
     # A result banner written by hand: its counts are numbers, its links tokens, or nothing.
-    forged = get(
-        dashboard,
-        "/events",
-        params={"bulk": "requeue", "done": "<b>9</b>", "failed": "<i>1</i>", "batch-1": "x<y"},
-    )
-    assert forged.status_code == 200
-    assert "bulk-result" not in forged.text and "<i>1</i>" not in forged.text
+    for banner in (
+        {"bulk": "requeue", "done": "<b>9</b>"},
+        {"bulk": "requeue", "done": "1", "unreached": "²", "unsure": "<i>1</i>", "batch-1": "x<y"},
+    ):
+        forged = get(dashboard, "/events", params=banner)
+        assert forged.status_code == 200
+        assert "<b>9</b>" not in forged.text and "<i>1</i>" not in forged.text
+        assert "x<y" not in forged.text and 'id="bulk-unsure"' not in forged.text
     assert get(dashboard, "/events/bulk", params={"verb": "<script>"}).status_code == 404
 
 
@@ -175,6 +190,10 @@ def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
     cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
     web, dashboard = site(make_stack, cluster, redis_server)
     dead = dead_letter_per_shard(web, redis, "evt_down")
+    for event_id in dead.values():
+        redis.delete(f"fail:{event_id}")
+    before = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
+    action, fields = form_of(before.text)
     stopped = cluster.primary_for_slot(SHARDS.slot(2))
     cluster.stop_with_replicas(stopped)
 
@@ -189,6 +208,14 @@ def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
     assert "2 dead letters in 2 shards match" in page.text
     confirmation = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
     assert "<li>shard 2: " in confirmation.text and "2 dead letters to requeue" in confirmation.text
+    # The form confirmed before the primary stopped: the others act, shard 2 is named.
+    acted = httpx.post(
+        dashboard.url + action, data=fields, auth=AUTH, headers={"Origin": dashboard.url}
+    )
+    assert acted.status_code == 303
+    result = get(dashboard, acted.headers["location"]).text
+    assert "2 requeued." in result and re.search(r'class="error">Shard 2: ', result)
+    wait_until(lambda: effects(redis, dead[0]) == effects(redis, dead[1]) == 2, 30, "requeues")
 
 
 def test_in_a_browser_the_fronts_events_page_charts_and_requeues_every_shards_dead_letters(

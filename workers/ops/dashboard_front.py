@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -30,10 +31,11 @@ from app.logs import configure_logging, logger
 from app.settings import Settings
 from app.shards import Shards
 from app.startup_checks import Process, check_startup
-from workers.ops import front_bulk
+from workers.ops import front_bulk, front_bulk_pages
 from workers.ops.dashboard_guard import same_origin
 from workers.ops.events_page.bulk import Verb
 from workers.ops.events_page.templates import STYLESHEET
+from workers.ops.front_bulk import Unanswered
 from workers.ops.front_events import events_page
 from workers.ops.front_pages import find_page, page, shard_list_body
 from workers.ops.login_brake import LoginBrake
@@ -134,7 +136,7 @@ def create_front(
 
     @app.get("/events/bulk")
     def bulk_confirmation() -> Response:
-        return front_bulk.confirm(settings, count, request.args)
+        return front_bulk_pages.confirm(settings, count, request.args)
 
     @app.post("/events/bulk/<verb>")
     def bulk_action(verb: str) -> Response:
@@ -142,7 +144,7 @@ def create_front(
             chosen = Verb(verb)
         except ValueError:
             return Response("no such action\n", 404, mimetype="text/plain")
-        return front_bulk.act(settings, count, chosen, request.form, post_to(shards))
+        return front_bulk.act(count, chosen, request.form, post_to(shards))
 
     @app.get("/style.css")
     def stylesheet() -> Response:
@@ -178,24 +180,47 @@ def refuse_cross_origin() -> Response | None:
 
 
 def post_to(shards: ShardDashboards) -> front_bulk.PostToShard:
-    """A form posted to a shard's process as the person's own request: their login, Host
-    and Origin, which the shard's login and action guard check again."""
+    """Forms posted to shards' processes as the person's own request: their login, Host and
+    Origin (read here, in the request: the posts run in threads of their own), which each
+    shard's login and action guard check again."""
+    headers = _passed(request.headers.items(), skip={"content-type", "cookie"})
+    host = request.host
 
-    def post(shard: int, path: str, form: dict[str, str]) -> httpx.Response:
-        skip = HOP_BY_HOP | {"content-type", "cookie"}
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in skip}
-        with httpx.Client(transport=httpx.HTTPTransport(uds=shards.ensure(shard)), timeout=60) as c:
-            return c.post(
-                f"http://{request.host}/shards/{shard}/{path}", headers=headers, data=form
-            )
+    def post(shard: int, path: str, form: dict[str, str]) -> httpx.Response | Unanswered:
+        try:
+            socket = shards.ensure(shard)
+        except ShardDown as exc:
+            logger.warning(f"dashboard: {exc}")
+            return Unanswered.UNREACHED
+        try:
+            with _client(socket, timeout=60) as client:
+                return client.post(
+                    f"http://{host}/shards/{shard}/{path}", headers=headers, data=form
+                )
+        except httpx.HTTPError as exc:
+            logger.warning(f"dashboard: shard {shard}: {type(exc).__name__}")
+            # Nothing reached it when it refused the connection; anything else may have.
+            unsent = isinstance(exc, httpx.ConnectError)
+            return Unanswered.UNREACHED if unsent else Unanswered.UNSURE
 
     return post
 
 
+def _passed(
+    headers: Iterable[tuple[str, str]], skip: frozenset[str] | set[str] = frozenset()
+) -> dict[str, str]:
+    """The request's headers a shard's process is given: not those about one connection."""
+    return {k: v for k, v in headers if k.lower() not in HOP_BY_HOP and k.lower() not in skip}
+
+
+def _client(socket: str, timeout: float) -> httpx.Client:
+    return httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=timeout)
+
+
 def _forward(socket: str) -> Response:
     """The request, as it came, to a shard's dashboard; its answer, as it came back."""
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
-    with httpx.Client(transport=httpx.HTTPTransport(uds=socket), timeout=30) as client:
+    headers = _passed(request.headers.items())
+    with _client(socket, timeout=30) as client:
         answer = client.request(
             request.method,
             f"http://{request.host}{request.full_path if request.query_string else request.path}",

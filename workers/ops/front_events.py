@@ -18,7 +18,7 @@ from werkzeug.datastructures import MultiDict
 
 from app.settings import Settings
 from app.shards import Shards
-from workers.ops import front_bulk
+from workers.ops import front_bulk, front_bulk_pages
 from workers.ops.events_page.chart import draw
 from workers.ops.events_page.chart_range import chosen, links
 from workers.ops.events_page.chart_template import CHART
@@ -35,14 +35,14 @@ _chart = environment.from_string(CHART)
 def events_page(settings: Settings, shards: Shards, args: MultiDict[str, str]) -> Response:
     query, errors = parse_query(args, list(settings.sources))
     if query.requeued:
-        errors.append("A list of requeued events is searched on its shard's page.")
+        errors.append(front_bulk.REQUEUED_ON_SHARD)
     now = time.time()
     with ThreadPoolExecutor(max_workers=3) as pool:
         picture = pool.submit(read_picture, settings, shards, now, chosen(args.get("range")))
         search = pool.submit(results, settings, shards, args, query, errors)
-        bulk = pool.submit(front_bulk.buttons, settings, shards, args)
+        bulk = pool.submit(front_bulk_pages.buttons, settings, shards, args)
         body = (
-            front_bulk.banner(shards, args)
+            front_bulk_pages.banner(shards, args)
             + _picture(picture.result(), args)
             + "<h2>Search</h2>"
             + search.result()
@@ -52,6 +52,12 @@ def events_page(settings: Settings, shards: Shards, args: MultiDict[str, str]) -
 
 
 def _picture(picture: Picture, args: MultiDict[str, str]) -> str:
+    html = ""
+    if picture.down:
+        said = "".join(f"<li>shard {shard}: {escape(line)}</li>" for shard, line in picture.down)
+        html += f"<p>Not counted (did not answer):</p><ul id='picture-down'>{said}</ul>"
+    if picture.timeline is None:  # no shard answered: no figure to show, not zeros
+        return html
     q = picture.queue
     html = (
         '<p id="now">'
@@ -60,12 +66,7 @@ def _picture(picture: Picture, args: MultiDict[str, str]) -> str:
         f'<span class="stat"><b>{q.scheduled}</b> waiting for a retry</span> '
         f'<span class="stat"><b>{q.dead}</b> dead letter{"" if q.dead == 1 else "s"}</span> '
         "(every shard that answered)</p>"
-    )
-    if picture.down:
-        said = "".join(f"<li>shard {shard}: {escape(line)}</li>" for shard, line in picture.down)
-        html += f"<p>Not counted (did not answer):</p><ul id='picture-down'>{said}</ul>"
-    if picture.timeline is None:
-        return html
+    ) + html
     chart = draw(picture.timeline)
     kept = {k: v for k, v in form_of(args).items() if v and k in FIELDS and k != "after"}
     chosen_links = links(

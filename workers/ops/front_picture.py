@@ -37,7 +37,7 @@ class ShardPicture:
 
 @dataclass
 class Picture:
-    timeline: Timeline | None  # None: no shard answered
+    timeline: Timeline | None  # None: no shard answered (and `queue` counts nothing)
     queue: QueueNow
     down: list[tuple[int, str]] = field(default_factory=list)
 

@@ -14,6 +14,7 @@ one requeued or purged meanwhile is counted as skipped.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
@@ -118,11 +119,13 @@ def _meta(raw: bytes) -> JobMeta | None:
         return None
 
 
-def find(connection: Redis, keys: Keys, filters: Filters) -> Found:
-    """The dead letters of one Redis (or shard: `keys` are its) that the search matches."""
+def find(connection: Redis, keys: Keys, filters: Filters, scanned: int = SCANNED) -> Found:
+    """The dead letters of one Redis (or shard: `keys` are its) that the search matches,
+    among the `scanned` that failed most recently."""
     total = int(connection.zcard(keys.failed))
     # Scored by when each expires, which is when it failed plus one TTL: newest last.
-    ids = [i.decode() for i in cast(list[bytes], connection.zrevrange(keys.failed, 0, SCANNED - 1))]
+    newest = cast(list[bytes], connection.zrevrange(keys.failed, 0, scanned - 1))
+    ids = [i.decode() for i in newest]
     letters = [x for x in read(connection, keys, ids) if filters.matches(x.meta)]
     return Found(letters, len(ids), total)
 
@@ -174,6 +177,19 @@ class BulkResult:
     def skipped(self) -> int:
         return self.gone + self.unmatched
 
+    @classmethod
+    def said(cls, args: Mapping[str, str]) -> BulkResult | None:
+        """The result a page was redirected with (bulk, done, gone, unmatched); None
+        unless each is what an action writes: a verb and counts, nothing else shown."""
+        try:
+            verb = Verb(args.get("bulk", ""))
+            done, gone, unmatched = (int(args.get(n, "0")) for n in ("done", "gone", "unmatched"))
+        except ValueError:
+            return None
+        if min(done, gone, unmatched) < 0:
+            return None
+        return cls(verb, done, gone, unmatched)
+
     def sentence(self) -> str:
         """Fixed words around counts: nothing a sender or the form wrote."""
         parts = [f"{self.done} {self.verb.past}"]
@@ -182,6 +198,17 @@ class BulkResult:
         if self.unmatched:
             parts.append(f"{self.unmatched} skipped: no longer matching the search")
         return ", ".join(parts) + "."
+
+
+def selected(
+    query: Query, errors: list[str], within: frozenset[tuple[str, str]] | None
+) -> Filters | None:
+    """The dead letters a bulk action on this search takes; None, and a sentence in
+    `errors`, when its status leaves them out."""
+    filters = Filters.of(query, within)
+    if filters is None and not errors:
+        errors.append("This search's status leaves dead letters out.")
+    return filters
 
 
 def apply(

@@ -30,6 +30,7 @@ from workers.ops.events_page.bulk import (
     apply,
     find,
     groups,
+    selected,
 )
 from workers.ops.events_page.bulk_template import CONFIRM
 from workers.ops.events_page.layout import page_layout
@@ -90,20 +91,15 @@ def buttons(
 def banner(args: Mapping[str, str]) -> Banner | None:
     """The result of a bulk action the page was redirected from: counts, and the token of
     the events a requeue put back (`requeued.py`), checked before it is linked to."""
-    try:
-        verb = Verb(args.get("bulk", ""))
-        counts = [int(args.get(name, "0")) for name in ("done", "gone", "unmatched")]
-    except ValueError:
+    result = BulkResult.said(args)
+    if result is None:
         return None
-    if any(n < 0 for n in counts):
-        return None
-    done, gone, unmatched = counts
-    sentence = BulkResult(verb, done, gone, unmatched).sentence()
+    sentence = result.sentence()
     token = args.get("batch", "")
-    if verb is not Verb.REQUEUE or not done or not requeued.valid(token):
+    if result.verb is not Verb.REQUEUE or not result.done or not requeued.valid(token):
         return Banner(sentence)
     # To the search's results, below the picture: what the link is for is in view.
-    return Banner(sentence, url_for("events.index", requeued=token, _anchor="search"), done)
+    return Banner(sentence, url_for("events.index", requeued=token, _anchor="search"), result.done)
 
 
 def within(redis: Redis, settings: Settings, query: Query) -> frozenset[tuple[str, str]] | None:
@@ -122,10 +118,7 @@ def add_bulk_routes(
 ) -> None:
     def selection(fields: Mapping[str, str]) -> tuple[Filters | None, list[str]]:
         query, errors = parse_query(fields, sources)
-        filters = Filters.of(query, within(connection(), settings, query))
-        if filters is None and not errors:
-            errors.append("This search's status leaves dead letters out.")
-        return filters, errors
+        return selected(query, errors, within(connection(), settings, query)), errors
 
     @blueprint.get("/bulk")
     def bulk() -> str:
