@@ -3,7 +3,8 @@ records spread over three shards on three primaries.
 
 Fills a local Redis Cluster (`tests/cluster/harness.py`: three primaries, each with a
 replica) with N ledger records (default 1,000,000) as `bench/events_page.py` fills one
-Redis, each record in the shard its source and id choose, and every shard's chart counters;
+Redis, a third in each shard, every shard's chart counters, and 10,000 dead letters per
+shard (an incident: what the page counts and a bulk action's confirmation groups);
 then times each of the front's requests through its real Flask app (login, each shard read
 at once, rendering) in this process: median and p95 of repeated runs. Beside them, as a
 floor: the front's stylesheet behind the same login. The target is about 300 ms per page,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import sys
 import tempfile
 import time
@@ -25,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.jobstate import EventStatus, JobMeta  # noqa: E402
 from app.keys import Keys  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.shards import Shards  # noqa: E402
@@ -42,6 +45,7 @@ from tests.cluster.harness import ShardedRedis  # noqa: E402
 from workers.ops.dashboard_front import ShardDashboards, create_front  # noqa: E402
 
 SHARDS = Shards(3)
+HIGHEST = pickle.HIGHEST_PROTOCOL  # RQ's default serializer's
 
 
 def fill(cluster: ShardedRedis, records: int, now: float) -> float:
@@ -59,20 +63,50 @@ def fill(cluster: ShardedRedis, records: int, now: float) -> float:
     return time.perf_counter() - started
 
 
-def run(records: int, runs: int) -> dict[str, Any]:
+def dead_letters(cluster: ShardedRedis, per_shard: int, now: float) -> None:
+    """Each shard's failed registry holds `per_shard` dead letters, as the worker leaves them
+    (the job's meta, pickled as RQ's serializer does; scored by when each expires): what the
+    page counts and the confirmation groups, in an incident."""
+    base = Keys("webhook", "webhooks")
+    for shard in SHARDS:
+        primary = cluster.primary_for_slot(SHARDS.slot(shard)).redis()
+        keys = base.sharded(SHARDS.tag(shard))
+        with primary.pipeline(transaction=False) as pipe:
+            for n in range(per_shard):
+                failed = now - n
+                meta = JobMeta(
+                    source=SOURCES[n % len(SOURCES)],
+                    event_id=f"evt_dead{n}",
+                    type=f"type.{n % 20}",
+                    received_at=failed - 60,
+                    prefix=keys.prefix,
+                    ledger_ttl=86_400,
+                    attempts=6,
+                    state=EventStatus.DEAD,
+                    last_error=f"RuntimeError: downstream API answered {500 + n % 4}",
+                    dead_at=failed,
+                )
+                job_id = f"inbound-dead{shard}x{n}"
+                pipe.hset(keys.job(job_id), "meta", pickle.dumps(meta.to_meta(), HIGHEST))
+                pipe.zadd(keys.failed, {job_id: failed + 7 * 86_400})
+            pipe.execute()
+
+
+def run(records: int, runs: int, dead: int = 10_000) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         # The page reads; persistence would only slow the million records' filling.
         cluster = ShardedRedis(Path(tmp) / "cluster", options={"appendonly": "no"}).start()
         try:
-            return _measure(cluster, records, runs)
+            return _measure(cluster, records, runs, dead)
         finally:
             cluster.stop()
 
 
-def _measure(cluster: ShardedRedis, records: int, runs: int) -> dict[str, Any]:
+def _measure(cluster: ShardedRedis, records: int, runs: int, dead: int) -> dict[str, Any]:
     now = time.time()
     print(f"filling {records:,} ledger records over {DAYS} days...", file=sys.stderr)
     fill_seconds = fill(cluster, records, now)
+    dead_letters(cluster, dead, now)
     settings = Settings.load(
         _env_file=None,
         redis_cluster_nodes=cluster.seeds,
@@ -95,7 +129,12 @@ def _measure(cluster: ShardedRedis, records: int, runs: int) -> dict[str, Any]:
             "chart: the last hour, per minute": page(client, "/events", range="hour"),
             "chart: the last week, per hour": page(client, "/events", range="week"),
             "one source": page(client, "/events", source="github"),
-            "status dead (reads records, bounded)": page(client, "/events", status="dead"),
+            "status dead (reads records, bounded; counts dead letters)": page(
+                client, "/events", status="dead"
+            ),
+            "a bulk requeue's confirmation (every shard's dead letters, by error)": page(
+                client, "/events/bulk", verb="requeue", status="dead"
+            ),
             "type prefix and status": page(client, "/events", type="type.1*", status="ignored"),
             "last hour": page(client, "/events", since=hour_ago),
             "event id lookup": page(client, "/events", id=f"evt_{share // 2}"),
@@ -111,10 +150,14 @@ def _measure(cluster: ShardedRedis, records: int, runs: int) -> dict[str, Any]:
     for name, figures in rows.items():
         mark = "" if name in floor else ("ok" if figures["p95_ms"] <= TARGET_MS else "SLOW")
         print(f"{name:<66}{figures['median_ms']:>8} ms{figures['p95_ms']:>8} ms   {mark}")
-    print(f"\n{records:,} records over {SHARDS.count} shards, filled in {fill_seconds:.0f} s")
+    print(
+        f"\n{records:,} records and {dead * SHARDS.count:,} dead letters over {SHARDS.count} "
+        f"shards, filled in {fill_seconds:.0f} s"
+    )
     return {
         "records": records,
         "shards": SHARDS.count,
+        "dead_letters": dead * SHARDS.count,
         "target_ms": TARGET_MS,
         "baselines": {k: rows[k] for k in floor},
         "measures": {k: rows[k] for k in measures},
@@ -126,9 +169,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--dead", type=int, default=10_000, help="dead letters per shard")
     parser.add_argument("--json", type=Path, default=ROOT / "bench/results/events_front.json")
     args = parser.parse_args()
-    results = run(args.records, args.runs)
+    results = run(args.records, args.runs, args.dead)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {args.json}")

@@ -17,7 +17,7 @@ from markupsafe import escape
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page import requeued
-from workers.ops.events_page.bulk import BulkResult, Verb, groups
+from workers.ops.events_page.bulk import SCANNED, BulkResult, Verb, groups
 from workers.ops.events_page.moments import Moment
 from workers.ops.front_bulk import (
     COUNTED,
@@ -70,7 +70,11 @@ def confirm(settings: Settings, shards: Shards, args: Mapping[str, str]) -> Resp
     except ValueError:
         return page("Not found", "<p>No such action.</p>", 404)
     filters, errors = selection(settings, args)
-    gathered = gather(settings, shards, filters) if filters and not errors else Gathered()
+    # As many dead letters read in all as one Redis's confirmation reads.
+    scanned = SCANNED // shards.count
+    gathered = Gathered()
+    if filters is not None and not errors:
+        gathered = gather(settings, shards, filters, scanned)
     body = _confirmation(verb, filters_of(args), errors, gathered, time.time())
     return page(f"{verb.capitalize()} dead letters in every shard", body, 400 if errors else 200)
 
