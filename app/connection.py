@@ -1,5 +1,6 @@
 """The one place a Redis client is built: the receiver (asyncio), the worker and its
-scheduler, the dashboard and the `webhooks` command all call it with the same settings.
+scheduler, the dashboard and the `webhooks` command all call it with the same settings,
+and it has hiredis pack their commands in C (`app/packing.py`).
 
 Each process passes its own timeouts (`Timeouts`): the receiver must answer a provider
 within seconds, a worker blocks on its queue for twenty. Where Redis is comes from
@@ -24,6 +25,7 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelManagedConnection
 from redis.utils import SENTINEL
 
+from app import packing
 from app.cluster import (
     AsyncShardConnection,
     AsyncShardSSLConnection,
@@ -123,6 +125,7 @@ class FollowingSSLConnection(FollowingConnection, SSLConnection):
 
 
 def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
+    packing.install()
     if settings.cluster_target is not None:
         if settings.shard is None:
             raise ConfigError(NO_SHARD)
@@ -147,6 +150,7 @@ def sync_client(settings: Settings, timeouts: Timeouts = WORKER) -> Redis:
 
 
 def async_client(settings: Settings, timeouts: Timeouts = RECEIVER) -> aioredis.Redis:
+    packing.install()
     target = settings.redis_target
     options = _options(timeouts, AsyncRetry)
     if not target.sentinels:
@@ -179,6 +183,7 @@ def _pool_node(target: ClusterTarget) -> dict[str, Any]:
 def shard_client(settings: Settings, shard: int, timeouts: Timeouts = WORKER) -> Redis:
     """A client of one shard of the cluster: its connections go to the primary that owns
     the shard's slot, wherever that is when they connect (`app/cluster.py`)."""
+    packing.install()
     target = settings.cluster_target
     assert target is not None, "shard_client needs REDIS_CLUSTER_NODES"
     connection_class = ShardSSLConnection if target.tls else ShardConnection
@@ -194,6 +199,7 @@ def shard_client(settings: Settings, shard: int, timeouts: Timeouts = WORKER) ->
 
 def async_shard_clients(settings: Settings, timeouts: Timeouts = RECEIVER) -> list[aioredis.Redis]:
     """A client per shard of the cluster, for the receiver."""
+    packing.install()
     target = settings.cluster_target
     assert target is not None, "async_shard_clients needs REDIS_CLUSTER_NODES"
     connection_class = AsyncShardSSLConnection if target.tls else AsyncShardConnection
