@@ -42,12 +42,12 @@ from app.logs import logger
 from app.settings import Settings
 from workers.runtime import batch as batches
 from workers.runtime.batch import Batch
+from workers.runtime.beats import BeatingWorker
 from workers.runtime.horse import Horse
 from workers.runtime.job_ends import apply_report, child_died
 from workers.runtime.runner import DEFAULT_TIMEOUT, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
 from workers.runtime.spans import NO_SPANS, WorkerSpans
-from workers.runtime.stopping import StoppingWorker
 from workers.runtime.stream import LINK_ERRORS
 from workers.runtime.take import take
 
@@ -60,7 +60,7 @@ WORKER_TTL = 35
 SETTLE_RETRY_CAP = 2.0
 
 
-class WebhookWorker(StoppingWorker):
+class WebhookWorker(BeatingWorker):
     def __init__(
         self,
         *args: Any,
@@ -93,13 +93,14 @@ class WebhookWorker(StoppingWorker):
     def dequeue_job_and_maintain_ttl(
         self, timeout: int | None, max_idle_time: int | None = None
     ) -> tuple[Job, Queue] | None:
-        self.set_state(WorkerStatus.IDLE)
         listening = "Listening on " + ",".join(self.queue_names())
         self.procline(listening)  # type: ignore[no-untyped-call]
         queue = self.queues[0]
+        beat = self.idle  # the first beat says the worker is idle too
         while True:
             try:
-                self.heartbeat()
+                beat()
+                beat = self.heartbeat
                 if self.should_run_maintenance_tasks:
                     self.run_maintenance_tasks()  # type: ignore[no-untyped-call]
                 size = self.settings.webhook_batch_size
