@@ -40,6 +40,7 @@ from bench.events_page import run as events_page
 from bench.ingest import ingest, ingest_ab
 from bench.memory import memory
 from bench.peers import peers
+from bench.race import race
 from bench.replicas import replica_acks
 from bench.table import table
 from bench.tracing import tracing
@@ -57,8 +58,10 @@ def main() -> None:
     parser.add_argument("--events-records", type=int, default=1_000_000)
     parser.add_argument(
         "--only",
-        choices=["replicas", "drain-ab", "ingest-ab", "tracing", "cluster"],
-        help="Run one measure alone (its figures only): replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
+        choices=["drain", "replicas", "drain-ab", "ingest-ab", "tracing", "cluster"],
+        help="Run one measure alone (its figures only): drain = the bare loop, both modes and"
+        " dramatiq-8 round by round, and the Redis commands per settled event;"
+        " replicas = WEBHOOK_REPLICA_ACKS=1 vs 0;"
         " drain-ab = the one-handler drain of this checkout over --against's, both modes;"
         " ingest-ab = this checkout's receiver over --against's, on one Redis;"
         " tracing = ingest and the one-handler drain with tracing on vs off, and off vs off;"
@@ -83,6 +86,16 @@ def main() -> None:
             finally:
                 redis.stop()
         print(json.dumps(figures, indent=2))
+        return
+    if args.only == "drain":
+        with tempfile.TemporaryDirectory() as tmp:
+            redis = RedisServer(Path(tmp) / "redis").start()
+            try:
+                raced = {"race": race(redis.url, args.rounds, args.drain_events)}
+            finally:
+                redis.stop()
+        print(json.dumps(raced, indent=2))
+        print(table(raced))
         return
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
@@ -130,6 +143,7 @@ def main() -> None:
                 "drain_handler": drain(url, rounds, events, "fork", handler=True),
                 "scaling": scaling(url, rounds, events),
                 "peers": {} if args.skip_peers else peers(url, rounds, events),
+                "race": race(url, rounds, events),
                 "memory": memory(url, 10_000),
                 "tracing": tracing(url, *load, events),
             }

@@ -39,6 +39,33 @@ def cluster_rows(c: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     ]
 
 
+def race_rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The drain against dramatiq-8, round by round, and the commands per settled event."""
+    rows = [
+        (f"drain race: {mode} / bare BRPOP", f"{r[f'{mode}_over_bare']:.2f}", "", ">= 0.80")
+        for mode in ("fork", "simple")
+    ]
+    if "dramatiq_over_bare" in r:
+        rows.append(
+            ("drain race: dramatiq-8 / bare BRPOP", f"{r['dramatiq_over_bare']:.2f}", "", "")
+        )
+        best = r["best"]
+        per_round = ", ".join(f"{x[best] / x['dramatiq']:.2f}" for x in r["rounds"])
+        rows.append(
+            (
+                f"drain race: {best} / dramatiq-8",
+                f"{r[f'{best}_over_dramatiq']:.2f}",
+                f"rounds {per_round}",
+                ">= 1.00",
+            )
+        )
+    for mode, counted in r["commands_per_event"].items():
+        rows.append(
+            (f"Redis commands per settled event, {mode}", "", f"{counted['total']:.1f}", "")
+        )
+    return rows
+
+
 def tracing_rows(t: dict[str, Any], result: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """On over off and off over off (the noise band), and what the "on" runs exported; in a
     full run, the off figures beside the receiver's and the one-handler drain's rows."""
@@ -110,6 +137,8 @@ def table(result: dict[str, Any]) -> str:
             rows += cluster_rows(result["cluster"])
         if "tracing" in result:
             rows += tracing_rows(result["tracing"], result)
+        if "race" in result:
+            rows += race_rows(result["race"])
         return _format(rows)
     i, m = result["ingest"], result["memory"]
     rows = [
@@ -213,6 +242,8 @@ def table(result: dict[str, Any]) -> str:
                 f"<= {front['target_ms']:.0f} ms",
             )
         )
+    if "race" in result:
+        rows += race_rows(result["race"])
     if "replicas" in result:
         rows += replica_rows(result["replicas"])
     if "cluster" in result:

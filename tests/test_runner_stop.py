@@ -16,8 +16,8 @@ from rq.job import Job, JobStatus
 from app.keys import job_id_for
 from tests.conftest import Harness
 from workers import Event, handler
+from workers.runtime.deadline import Deadline
 from workers.runtime.run import build_worker
-from workers.runtime.runner import Deadline
 from workers.runtime.settlement import settle_batch
 from workers.runtime.take import take
 

@@ -17,7 +17,6 @@ jobs not started go back to the queue, no attempt counted.
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,12 +25,13 @@ from typing import Any
 
 from redis import Redis
 from rq.job import Job
-from rq.timeouts import JobTimeoutException
 from rq.utils import now
 
 from app.jobstate import EventStatus, UnreadableJob
 from app.logs import log_state
 from app.settings import Settings
+from workers.registry import registry
+from workers.runtime.deadline import Deadline
 from workers.runtime.deliver import checkpointing, handler_spans
 from workers.runtime.outcomes import begin_attempt, read_event
 from workers.runtime.retries import restore_budget
@@ -78,54 +78,6 @@ class StopAfterCurrent:
 
     def request(self, signum: int | None = None, frame: FrameType | None = None) -> None:
         self.requested = True
-
-
-class Deadline:
-    """RQ's `UnixSignalDeathPenalty` for a batch: a job still running when its timeout
-    passes gets `JobTimeoutException` (in whichever handler runs), worded as RQ words it.
-
-    RQ sets and clears the SIGALRM signal handler around every job, and `signal.signal`
-    costs more than a no-op handler: here it is set once per batch, and set again only if
-    a webhook handler replaced it. The timer is set and cleared for every job, as RQ does,
-    so a webhook handler that uses the timer itself cannot leave the jobs after it without
-    a deadline. An alarm that is not ours (a webhook handler's) is set again for the job's
-    deadline."""
-
-    def __init__(self) -> None:
-        self.timeout: float = 0
-        self.deadline: float | None = None  # the running job's; None between jobs
-        self.handler = self.expired
-        self.previous: Any = None
-
-    def __enter__(self) -> Deadline:
-        self.previous = signal.signal(signal.SIGALRM, self.handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, self.previous or signal.SIG_DFL)
-
-    def start(self, timeout: float) -> None:
-        if signal.getsignal(signal.SIGALRM) is not self.handler:
-            signal.signal(signal.SIGALRM, self.handler)
-        self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-
-    def cancel(self) -> None:
-        # First: an alarm that goes off now finds no job running, and raises nothing.
-        self.deadline = None
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-    def expired(self, signum: int, frame: FrameType | None) -> None:
-        if self.deadline is None:
-            return  # between jobs
-        left = self.deadline - time.monotonic()
-        if left > 0:
-            signal.setitimer(signal.ITIMER_REAL, left)
-            return
-        self.deadline = None
-        raise JobTimeoutException(f"Task exceeded maximum timeout value ({self.timeout} seconds)")
 
 
 def run_batch(
@@ -184,15 +136,27 @@ class Run:
         meta.state = EventStatus.RUNNING
         meta.turns = []  # this attempt's, as they end
         replayed = "x-webhook-replayed-from" in call.headers
+        # An event no handler takes, and none pending from an earlier attempt: nothing runs,
+        # so nothing needs writing before its settlement (a worker's recovery that finds it
+        # unsettled takes it again, which runs nothing either).
+        quiet = (
+            not requeued and not meta.handlers and not registry.handlers_for(call.source, call.type)
+        )
         with self.spans.attempt(job, meta, self.batch_trace, replayed) as span:
-            begin_attempt(self.stream, job, meta, requeued)
-            if not self.stream.send():
-                return  # Redis cannot be told it starts: it does not (`run_batch` stops)
+            if quiet:
+                job.meta = meta.to_meta()  # the attempt, as `deliver` reads it
+            else:
+                begin_attempt(self.stream, job, meta, requeued)
+                if not self.stream.send():
+                    return  # Redis cannot be told it starts: it does not (`run_batch` stops)
             self.report(
                 Started(index, now(), job.retries_left, job.retry_intervals, dict(job.meta))
             )
             ended = perform(index, job, self.deadline)
             span.ended(job, meta, ended.ok, _last_line(ended.exc_string))
+        if quiet:
+            self.report(ended)
+            return
         # `deliver` wrote its outcome and each handler's turn in the meta: if the worker
         # dies before it settles the batch, a live worker's recovery settles this job from
         # it (a success), or retries it without the handlers that succeeded (a failure).
