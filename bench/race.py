@@ -1,5 +1,6 @@
 """The drain against the peer a user would pick for speed, round by round: the bare BRPOP
-loop, this worker in each mode, and dramatiq with 8 threads, each right after the others on
+loop, this worker in each mode (events no handler takes, and events each running one no-op
+handler), and dramatiq with 8 threads running a no-op task, each right after the others on
 the same Redis, the order turned each round; and the Redis commands each settled event costs
 (`INFO commandstats` around one worker's drain, every command the server ran, those inside
 scripts included). Alone: `.venv/bin/python bench/run.py --only drain`.
@@ -26,6 +27,11 @@ def race(redis_url: str, rounds: int, events: int) -> dict[str, Any]:
     runs: dict[str, Any] = {
         "bare": lambda: bare_loop(redis_url, events),
         **{mode: (lambda m=mode: worker_rate(redis_url, events, m, 1)) for mode in MODES},
+        # Each job runs one no-op handler: dramatiq's no-op task's counterpart.
+        **{
+            f"{mode}_handler": (lambda m=mode: worker_rate(redis_url, events, m, 1, True))
+            for mode in MODES
+        },
     }
     if python is not None:
         runs["dramatiq"] = lambda: peer_rate(python, redis_url, events, peer, command)
@@ -35,30 +41,35 @@ def race(redis_url: str, rounds: int, events: int) -> dict[str, Any]:
         order = names[n % len(names) :] + names[: n % len(names)]
         rates.append({name: runs[name]() for name in order})
     result: dict[str, Any] = {"rounds": rates}
-    for mode in MODES:
+    for mode in (*MODES, *(f"{m}_handler" for m in MODES)):
         result[f"{mode}_over_bare"] = statistics.median(r[mode] / r["bare"] for r in rates)
         if python is not None:
             result[f"{mode}_over_dramatiq"] = statistics.median(
                 r[mode] / r["dramatiq"] for r in rates
             )
-    best = max(MODES, key=lambda m: result[f"{m}_over_bare"])
-    result["best"] = best
+    result["best"] = max(MODES, key=lambda m: result[f"{m}_over_bare"])
+    result["best_handler"] = max(
+        (f"{m}_handler" for m in MODES), key=lambda m: result[f"{m}_over_bare"]
+    )
     if python is not None:
         result["dramatiq_over_bare"] = statistics.median(r["dramatiq"] / r["bare"] for r in rates)
     else:
         result["dramatiq_skipped"] = "could not install dramatiq into bench/.peers"
-    result["commands_per_event"] = {mode: commands(redis_url, events, mode) for mode in MODES}
+    result["commands_per_event"] = {
+        **{mode: commands(redis_url, events, mode) for mode in MODES},
+        **{f"{mode}_handler": commands(redis_url, events, mode, True) for mode in MODES},
+    }
     return result
 
 
-def commands(redis_url: str, events: int, mode: str) -> dict[str, float]:
+def commands(redis_url: str, events: int, mode: str, handler: bool = False) -> dict[str, float]:
     """Each Redis command's calls per settled event over one drain (start-up and the fill
     left out): the whole server's, scripts' commands included."""
     connection = Redis.from_url(redis_url)
     connection.flushall()
     fill(bench_settings(redis_url), connection, events, "c")
     connection.config_resetstat()
-    run_workers(redis_url, mode, 1)
+    run_workers(redis_url, mode, 1, handler)
     stats = connection.info("commandstats")
     per_event = {
         name.removeprefix("cmdstat_"): int(v["calls"]) / events
