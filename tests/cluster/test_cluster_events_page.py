@@ -25,6 +25,9 @@ from tests.faults.browser import log_in, page_text
 from tests.processes import Stack, effects, wait_until
 from workers.dev.redis_server import RedisServer
 
+# A bulk POST may start the shards' dashboard processes (each within the front's 30 s).
+START = 90.0
+
 
 def totals(page: str) -> dict[str, int]:
     """The chart's legend of the one source: each series' total in the range shown."""
@@ -116,7 +119,11 @@ def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
     # Another shard's job listed as shard 0's, and a shard that does not exist: not acted on.
     crossed = {"status": "dead", "jobs-0": fields["jobs-1"], "jobs-99": fields["jobs-2"]}
     misled = httpx.post(
-        dashboard.url + action, data=crossed, auth=AUTH, headers={"Origin": dashboard.url}
+        dashboard.url + action,
+        data=crossed,
+        auth=AUTH,
+        headers={"Origin": dashboard.url},
+        timeout=START,
     )
     assert misled.status_code == 303 and "done=0&gone=1" in misled.headers["location"]
     assert all(effects(redis, e) == 1 for e in dead.values())
@@ -126,6 +133,7 @@ def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
         data={**fields, "handlers": "failed"},
         auth=AUTH,
         headers={"Origin": dashboard.url},
+        timeout=START,
     )
     assert done.status_code == 303, done.text
     assert "done=3" in done.headers["location"]
@@ -146,7 +154,11 @@ def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
     purge = get(dashboard, "/events/bulk", params={"verb": "purge", "status": "dead"})
     action, fields = form_of(purge.text)
     purged = httpx.post(
-        dashboard.url + action, data=fields, auth=AUTH, headers={"Origin": dashboard.url}
+        dashboard.url + action,
+        data=fields,
+        auth=AUTH,
+        headers={"Origin": dashboard.url},
+        timeout=START,
     )
     assert purged.status_code == 303
     assert "3 purged." in get(dashboard, purged.headers["location"]).text
@@ -210,7 +222,11 @@ def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
     assert "<li>shard 2: " in confirmation.text and "2 dead letters to requeue" in confirmation.text
     # The form confirmed before the primary stopped: the others act, shard 2 is named.
     acted = httpx.post(
-        dashboard.url + action, data=fields, auth=AUTH, headers={"Origin": dashboard.url}
+        dashboard.url + action,
+        data=fields,
+        auth=AUTH,
+        headers={"Origin": dashboard.url},
+        timeout=START,
     )
     assert acted.status_code == 303
     result = get(dashboard, acted.headers["location"]).text

@@ -65,7 +65,10 @@ class ShardDashboards:
     count: int
     directory: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="webhooks-dash-"))
     processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    # One per shard: a shard's process starting holds up that shard's pages only (a bulk
+    # action starts several at once).
+    locks: dict[int, threading.Lock] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards `locks`
 
     def socket(self, shard: int) -> str:
         return os.path.join(self.directory, f"shard-{shard}.sock")
@@ -73,6 +76,8 @@ class ShardDashboards:
     def ensure(self, shard: int) -> str:
         """Shard `shard`'s socket, its process started (again, if it ended) first."""
         with self.lock:
+            mine = self.locks.setdefault(shard, threading.Lock())
+        with mine:
             running = self.processes.get(shard)
             if running is not None and running.poll() is None:
                 return self.socket(shard)
