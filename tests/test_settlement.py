@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from redis import Redis
-from redis.client import Pipeline
 from rq.job import Job, JobStatus
 
 from app.keys import job_id_for
@@ -117,23 +116,58 @@ def test_a_reply_out_of_turn_drops_the_connection_and_the_batch_is_settled_once(
     ran: tuple[WebhookWorker, Batch], redis: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Seen after a cut link: WATCH read a reply left on its connection, and ZMSCORE read
-    WATCH's OK; the worker's teardown died on a ValueError (exit 1). As then, ZMSCORE's first
-    reply here is the OK."""
+    WATCH's OK; the worker's teardown died on a ValueError (exit 1). As then, the first
+    connection the settlement is given holds a reply nobody read."""
     worker, batch = ran
-    real = Pipeline.zmscore
-    replies: list[object] = [b"OK"]
-    dropped: list[object] = []
+    pool = worker.connection.connection_pool
+    real = pool.get_connection
+    dropped: list[Any] = []
 
-    def zmscore(self: Pipeline, *args: Any) -> Any:
-        if replies:
-            dropped.append(self.connection._sock)  # type: ignore[union-attr]
-            return replies.pop()
-        return real(self, *args)
+    def get_connection(*args: Any, **kwargs: Any) -> Any:
+        connection = real(*args, **kwargs)
+        if not dropped:
+            connection.send_command("PING")  # its PONG left unread
+            dropped.append(connection._sock)
+        return connection
 
-    monkeypatch.setattr(Pipeline, "zmscore", zmscore)
+    monkeypatch.setattr(pool, "get_connection", get_connection)
     assert settle_batch(worker, batch) == batch.entries
     job = Job.fetch(JOB_ID, connection=redis)
     assert (job.get_status(), job.retries_left) == (JobStatus.QUEUED, 1)
     assert redis.hget("webhook:stats:inbound", "retried") == b"1"
     # The socket that answered out of turn was closed, never handed out again.
-    assert [sock.fileno() for sock in dropped] == [-1]  # type: ignore[attr-defined]
+    assert [sock.fileno() for sock in dropped] == [-1]
+
+
+def test_in_simple_mode_a_batchs_settlement_is_applied_while_the_next_batch_runs(
+    make_harness: Callable[..., Harness], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker sends a batch's settlement and runs the next batch before its answer: held
+    back by Redis (its writes paused), the first event's settlement does not hold up the
+    second event's handler, and is applied once Redis lets it."""
+    harness = make_harness(webhook_worker_mode="simple", webhook_batch_size=1)
+    seen: list[tuple[str, JobStatus | None]] = []
+    first = job_id_for("inbound", "first")
+
+    @handler("inbound", "order.created")
+    def look(event: Event) -> None:
+        seen.append((event.id, Job.fetch(first, connection=redis).get_status()))
+        redis.execute_command("CLIENT", "UNPAUSE")
+
+    real = settlement.send
+    sent: list[Batch] = []
+
+    def send(worker: WebhookWorker, batch: Batch) -> settlement.Sent:
+        if not sent:  # the first event's: writes wait (reads do not) until a handler says
+            redis.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+        sent.append(batch)
+        return real(worker, batch)
+
+    monkeypatch.setattr(settlement, "send", send)
+    harness.event("first")
+    harness.event("second")
+    harness.drain()
+
+    assert seen == [("first", JobStatus.STARTED), ("second", JobStatus.STARTED)]
+    assert Job.fetch(first, connection=redis).get_status() == JobStatus.FINISHED
+    assert redis.hget("webhook:stats:inbound", "done") == b"2"

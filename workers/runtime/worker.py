@@ -41,10 +41,12 @@ from rq.worker import WorkerStatus
 from app.logs import logger
 from app.settings import Settings
 from workers.runtime import batch as batches
+from workers.runtime import settlement
 from workers.runtime.batch import Batch
 from workers.runtime.beats import BeatingWorker
 from workers.runtime.horse import Horse
 from workers.runtime.job_ends import apply_report, child_died
+from workers.runtime.program import Program
 from workers.runtime.runner import DEFAULT_TIMEOUT, StopAfterCurrent, run_batch
 from workers.runtime.settlement import settle_batch
 from workers.runtime.spans import NO_SPANS, WorkerSpans
@@ -139,7 +141,9 @@ class WebhookWorker(BeatingWorker):
         # One transaction: a begin cut partway would leave jobs off the intermediate queue
         # and not yet in the started registry, where no recovery looks.
         with self.critical(), batch.trace.step("begin"), self.connection.pipeline() as pipe:
-            batches.begin_executions(pipe, self, batch, ttl)
+            begin = Program()
+            batches.begin_executions(begin, self, batch, ttl)
+            begin.queue_on(pipe)
             self.set_state(WorkerStatus.BUSY, pipeline=pipe)
             self.heartbeat(ttl, pipeline=pipe)
             pipe.execute()
@@ -148,23 +152,56 @@ class WebhookWorker(BeatingWorker):
         if self.isolated:
             self.run_in_horse(batch)
         else:
-            self.settle_unsettled()
+            # The previous batch's settlement, applied by Redis while this one runs.
+            sent = self.send_settlement()
             report, stop = partial(apply_report, batch), self.stop_after_current
-            run_batch(
-                batch.jobs,
-                self.connection,
-                self.settings,
-                report,
-                stop,
-                self.beat_when_due(batch),
-                self.spans,
-                batch.trace.traceparent,
-            )
+            try:
+                run_batch(
+                    batch.jobs,
+                    self.connection,
+                    self.settings,
+                    report,
+                    stop,
+                    self.beat_when_due(batch),
+                    self.spans,
+                    batch.trace.traceparent,
+                )
+            finally:
+                self.finish_settlement(sent)
         self._unsettled = batch
         if self._link_lost:
             # Settled now, once Redis answers, rather than after RQ's next write fails and
             # ends the worker's loop: the worker goes on as it was.
             self.settle_unsettled()
+
+    def send_settlement(self) -> settlement.Sent | None:
+        """Send the settlement of the batch whose handlers have run, not waiting for its
+        answer; or, when it cannot be sent, settle it now (`settle_unsettled`)."""
+        batch = self._unsettled
+        if batch is None:
+            return None
+        try:
+            with self.critical(), batch.trace.step("settle"):
+                return settlement.send(self, batch)
+        except (settlement.OutOfTurn, *LINK_ERRORS):
+            self.settle_unsettled()
+            return None
+
+    def finish_settlement(self, sent: settlement.Sent | None) -> None:
+        """Read a sent settlement's answer; if a job changed meanwhile, or Redis could not
+        be reached, settle the batch again now."""
+        if sent is None:
+            return
+        try:
+            with self.critical(), sent.batch.trace.step("settle"):
+                settled = settlement.finish(sent)
+        except LINK_ERRORS:
+            settled = None
+        if settled is None:
+            self.settle_unsettled()
+            return
+        self._unsettled = None
+        sent.batch.trace.end()
 
     def settle_unsettled(self) -> None:
         """Settle the batch whose handlers have run. While Redis cannot be reached, its
