@@ -4,7 +4,7 @@ RQ's own loop runs it (registration, signals, maintenance, the scheduler, teardo
 differs is one job at a time becoming a batch (`batch.py`): taken in one round trip
 (`take.py`), begun in one transaction, run one job after another (`runner.py`), and
 settled in one transaction with this project's writes (meta, ledger, counters) riding along
-(`settlement.py`), while the next batch runs.
+(`settlement.py`), while the next batch runs (`settling.py`).
 
 - WEBHOOK_WORKER_MODE=fork (the default): a long-lived child runs the handlers, batch after
   batch (`horse.py`), so a crashing or leaking handler cannot take the worker down. If the
@@ -20,7 +20,7 @@ changes of RQ's stop (a warm stop waits for the transaction in flight), `stoppin
 
 A batch outlives a cut of the worker's link to Redis: missed heartbeats do not stop it, the
 runner reports the ends it could not write, and the worker keeps them and settles them once
-Redis answers (`settle_unsettled`), before it does anything else with Redis; a job taken
+Redis answers (`settling.py`), before it does anything else with Redis; a job taken
 back meanwhile by another worker's recovery is left to it (`settlement.py`).
 """
 
@@ -41,14 +41,12 @@ from rq.worker import WorkerStatus
 from app.logs import logger
 from app.settings import Settings
 from workers.runtime import batch as batches
-from workers.runtime import settlement
 from workers.runtime.batch import Batch
-from workers.runtime.beats import BeatingWorker
 from workers.runtime.horse import Horse
 from workers.runtime.job_ends import apply_report, child_died
 from workers.runtime.program import Program
 from workers.runtime.runner import DEFAULT_TIMEOUT, StopAfterCurrent, run_batch
-from workers.runtime.settlement import settle_batch
+from workers.runtime.settling import SettlingWorker
 from workers.runtime.spans import NO_SPANS, WorkerSpans
 from workers.runtime.stream import LINK_ERRORS
 from workers.runtime.take import take
@@ -58,11 +56,9 @@ HEARTBEAT_INTERVAL = 5
 HEARTBEAT_GRACE = 10
 # An idle worker blocks on the queue for WORKER_TTL - 15 s, then runs due maintenance.
 WORKER_TTL = 35
-# A settlement that cannot reach Redis is tried again, backing off up to this (seconds).
-SETTLE_RETRY_CAP = 2.0
 
 
-class WebhookWorker(BeatingWorker):
+class WebhookWorker(SettlingWorker):
     def __init__(
         self,
         *args: Any,
@@ -77,16 +73,12 @@ class WebhookWorker(BeatingWorker):
         self.settings = settings
         self.scheduler_name = scheduler_name
         self.isolated = settings.webhook_worker_mode == "fork"
-        self.stop_signalled = False
         self.stop_after_current = StopAfterCurrent()
         self.spans = spans
         self.horse = Horse(self.connection, settings, self.stop_after_current, spans)
         self._took = (0, 0)  # when the batch's take started and ended (ns), for its span
         self._batch: Batch | None = None
         self._beat_at = 0.0
-        # A batch whose handlers have run, settled while the next one runs (or before the
-        # worker waits for work, or stops).
-        self._unsettled: Batch | None = None
         # Redis could not be reached during the running batch (a heartbeat failed).
         self._link_lost = False
 
@@ -173,66 +165,6 @@ class WebhookWorker(BeatingWorker):
             # Settled now, once Redis answers, rather than after RQ's next write fails and
             # ends the worker's loop: the worker goes on as it was.
             self.settle_unsettled()
-
-    def send_settlement(self) -> settlement.Sent | None:
-        """Send the settlement of the batch whose handlers have run, not waiting for its
-        answer; or, when it cannot be sent, settle it now (`settle_unsettled`)."""
-        batch = self._unsettled
-        if batch is None:
-            return None
-        try:
-            with self.critical(), batch.trace.step("settle"):
-                return settlement.send(self, batch)
-        except (settlement.OutOfTurn, *LINK_ERRORS):
-            self.settle_unsettled()
-            return None
-
-    def finish_settlement(self, sent: settlement.Sent | None) -> None:
-        """Read a sent settlement's answer; if a job changed meanwhile, or Redis could not
-        be reached, settle the batch again now."""
-        if sent is None:
-            return
-        try:
-            with self.critical(), sent.batch.trace.step("settle"):
-                settled = settlement.finish(sent)
-        except LINK_ERRORS:
-            settled = None
-        if settled is None:
-            self.settle_unsettled()
-            return
-        self._unsettled = None
-        sent.batch.trace.end()
-
-    def settle_unsettled(self) -> None:
-        """Settle the batch whose handlers have run. While Redis cannot be reached, its
-        jobs' ends are kept here and the settlement is tried again, backing off, until it
-        answers: the worker does nothing else meanwhile (no take, no maintenance, whose
-        recovery would find this batch's expired executions). A stop ends the wait: the
-        batch is then left to recovery, as a killed worker's is."""
-        if self._unsettled is None:
-            return
-        batch = self._unsettled
-        delay, waited = 0.1, False
-        while True:
-            try:
-                with self.critical(), batch.trace.step("settle"):
-                    settle_batch(self, batch)
-                    self._unsettled = None
-                break
-            except LINK_ERRORS as exc:
-                if self.stop_signalled:
-                    raise
-                if not waited:
-                    logger.warning(
-                        "redis unreachable: the batch's outcomes are kept until it answers",
-                        extra={"jobs": len(batch.entries), "error": type(exc).__name__},
-                    )
-                    waited = True
-                time.sleep(delay)
-                delay = min(delay * 2, SETTLE_RETRY_CAP)
-        if waited:
-            logger.info("redis answers again: the batch's outcomes are settled")
-        batch.trace.end()
 
     def teardown(self) -> None:
         try:
