@@ -171,3 +171,55 @@ def test_in_simple_mode_a_batchs_settlement_is_applied_while_the_next_batch_runs
     assert seen == [("first", JobStatus.STARTED), ("second", JobStatus.STARTED)]
     assert Job.fetch(first, connection=redis).get_status() == JobStatus.FINISHED
     assert redis.hget("webhook:stats:inbound", "done") == b"2"
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["applied", "not-applied"])
+def test_a_settlement_whose_answer_is_lost_while_the_next_batch_runs_is_settled_once(
+    make_harness: Callable[..., Harness],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    applied: bool,
+) -> None:
+    """The link is cut after the first event's settlement was sent, before its answer was
+    read; Redis had applied it, or (its writes paused, the connection cut while the next
+    event's handler runs) had not: the worker settles the batch again once Redis answers,
+    and nothing is applied twice."""
+    harness = make_harness(webhook_worker_mode="simple", webhook_batch_size=1)
+    real_send, real_finish = settlement.send, settlement.finish
+    in_flight: list[settlement.Sent] = []
+    cut: list[settlement.Sent] = []
+
+    def lose(sent: settlement.Sent) -> None:
+        cut.append(sent)
+        sent.connection.disconnect()  # type: ignore[no-untyped-call]
+
+    @handler("inbound", "order.created")
+    def run(event: Event) -> None:
+        if not applied and in_flight and not cut:
+            lose(in_flight[0])  # its transaction held back by the pause: dropped with it
+            redis.execute_command("CLIENT", "UNPAUSE")
+
+    def send(worker: WebhookWorker, batch: Batch) -> settlement.Sent:
+        if not applied and not in_flight:
+            redis.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+        sent = real_send(worker, batch)
+        in_flight.append(sent)
+        return sent
+
+    def finish(sent: settlement.Sent) -> list[Any] | None:
+        if applied and not cut:
+            lose(sent)
+        return real_finish(sent)
+
+    monkeypatch.setattr(settlement, "send", send)
+    monkeypatch.setattr(settlement, "finish", finish)
+    for name in ("first", "second", "third"):
+        harness.event(name)
+    harness.drain()
+
+    assert len(cut) == 1
+    assert redis.hget("webhook:stats:inbound", "done") == b"3"
+    for name in ("first", "second", "third"):
+        job = Job.fetch(job_id_for("inbound", name), connection=redis)
+        assert (job.get_status(), job.meta["attempts"]) == (JobStatus.FINISHED, 1)
+    assert redis.zcard("rq:wip:webhooks") == 0  # the started registry: nothing left running
