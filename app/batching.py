@@ -90,7 +90,7 @@ class ScriptBatcher:
             ("EVALSHA", self.script.sha, len(keys), *keys, *args) for keys, args, _ in batch
         ]
         if self.acks is not None:
-            self.acks.add_to(_Queued(commands))
+            commands += self.acks.commands()
         pool = self.redis.connection_pool
         connection = await pool.get_connection()  # type: ignore[no-untyped-call]
         try:
@@ -102,16 +102,6 @@ class ScriptBatcher:
             )
         finally:
             await pool.release(connection)
-
-
-class _Queued:
-    """What `ReplicaAcks.add_to` appends its commands to."""
-
-    def __init__(self, commands: list[tuple[Any, ...]]) -> None:
-        self.commands = commands
-
-    def execute_command(self, *args: Any) -> None:
-        self.commands.append(args)
 
 
 async def _round_trip(connection: Any, commands: list[tuple[Any, ...]]) -> list[Any]:

@@ -59,11 +59,16 @@ class ReplicaAcks:
             return ("WAITAOF", 1, self.replicas, self.timeout_ms)
         return ("WAIT", self.replicas, self.timeout_ms)
 
+    def commands(self) -> list[tuple[Any, ...]]:
+        """The marker and the wait, to follow the writes they confirm."""
+        return [("INCR", self.marker_key), self.command()]
+
     def add_to(self, pipe: Any) -> int:
         """Append the marker and the wait to a pipeline; returns how many replies they add."""
-        pipe.execute_command("INCR", self.marker_key)
-        pipe.execute_command(*self.command())
-        return 2
+        commands = self.commands()
+        for command in commands:
+            pipe.execute_command(*command)
+        return len(commands)
 
     def check(self, replies: list[Any]) -> None:
         """Raise unless the wait's reply (the last of `replies`) reports enough copies."""

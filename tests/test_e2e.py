@@ -18,10 +18,13 @@ from workers.dev.redis_server import RedisServer, free_port
 pytestmark = pytest.mark.e2e
 
 
+@pytest.mark.parametrize("mode", ["fork", "simple"])
 def test_signed_events_flow_through_the_real_processes_exactly_once(
-    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack]
+    redis_server: RedisServer, redis: Redis, make_stack: Callable[..., Stack], mode: str
 ) -> None:
-    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="1")
+    """In either worker mode: in simple mode each batch's settlement is applied while the
+    next batch runs (`workers/runtime/settling.py`)."""
+    stack = make_stack(redis_server.url, WEBHOOK_MAX_RETRIES="1", WEBHOOK_WORKER_MODE=mode)
     web, worker, dashboard = stack.start("web"), stack.start("worker"), stack.start("dashboard")
     wait_http(dashboard.url + "/", dashboard, auth=AUTH)
 
