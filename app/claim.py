@@ -5,20 +5,19 @@ registers the queue, pushes the job id, writes the ledger record, and only then 
 dedupe key, in one round trip that Redis runs without interleaving. The payload is stored
 once: in the job's call data until the event settles, when the worker copies it into the
 ledger record, which outlives the job. Each script's KEYS and
-ARGV are the fields of a dataclass, in order; the script's first lines bind them to the
-same names (`script_prologue`), so Python and Lua cannot disagree on a position.
+ARGV are the fields of a named tuple, in order; the script's first lines bind them to the
+same names (`script_prologue`), so Python and Lua cannot disagree on a position. Named
+tuples, not dataclasses: built on every request, a tuple is its own argument list.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.jobstate import PENDING, EventStatus
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimKeys:
+class ClaimKeys(NamedTuple):
     seen_key: str  # the dedupe key (SET NX EX, last)
     job_key: str  # RQ's job hash
     queue_key: str  # RQ's queue list
@@ -30,8 +29,7 @@ class ClaimKeys:
     signed_key: str
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimArgs:
+class ClaimArgs(NamedTuple):
     dedupe_ttl: int
     job_id: str
     ledger_ttl: int
@@ -48,27 +46,15 @@ class ClaimArgs:
 
 
 def script_prologue(keys: type[Any], args: type[Any]) -> str:
-    """`local <name> = KEYS[i]` / `ARGV[i]` for every field of the two dataclasses."""
-    lines = [f"local {f.name} = KEYS[{i}]" for i, f in enumerate(fields(keys), 1)]
-    lines += [f"local {f.name} = ARGV[{i}]" for i, f in enumerate(fields(args), 1)]
+    """`local <name> = KEYS[i]` / `ARGV[i]` for every field of the two named tuples."""
+    lines = [f"local {name} = KEYS[{i}]" for i, name in enumerate(keys._fields, 1)]
+    lines += [f"local {name} = ARGV[{i}]" for i, name in enumerate(args._fields, 1)]
     return "\n".join(lines) + "\n"
 
 
-_NAMES: dict[type[Any], tuple[str, ...]] = {}
-
-
-def _names(cls: type[Any]) -> tuple[str, ...]:
-    if cls not in _NAMES:
-        _NAMES[cls] = tuple(f.name for f in fields(cls))
-    return _NAMES[cls]
-
-
-def call(keys: Any, args: Any) -> tuple[list[str], list[Any]]:
-    """KEYS and ARGV in field order (not `astuple`: it deep-copies, on the request path)."""
-    return (
-        [getattr(keys, name) for name in _names(type(keys))],
-        [getattr(args, name) for name in _names(type(args))],
-    )
+def call(keys: tuple[Any, ...], args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+    """KEYS and ARGV, in field order."""
+    return list(keys), list(args)
 
 
 # Every check runs before the first write, so an error never leaves half an event.
@@ -117,8 +103,7 @@ def claim_script(constant_job_fields: str) -> str:
     return script_prologue(ClaimKeys, ClaimArgs) + body
 
 
-@dataclass(frozen=True, slots=True)
-class EnqueueKeys:
+class EnqueueKeys(NamedTuple):
     job_key: str
     queue_key: str
     queues_key: str
@@ -139,8 +124,7 @@ class EnqueueKeys:
         return cls(job_key, queue_key, queues_key, event_key, *[job_key] * 4)
 
 
-@dataclass(frozen=True, slots=True)
-class EnqueueArgs:
+class EnqueueArgs(NamedTuple):
     job_id: str
     # 1: a replay of an event under its own job id. The script then enqueues only when
     # nothing else will run it (else it answers 0), and marks the ledger record queued.

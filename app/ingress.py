@@ -32,6 +32,8 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 PREFIX = "/webhooks/"
 JSON = b"application/json"
+# As Starlette's JSONResponse renders a body; made once (json.dumps builds one per call).
+_ANSWER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def reply_bytes(outcome: Answer) -> tuple[int, bytes, bytes, list[tuple[bytes, bytes]]]:
@@ -43,8 +45,7 @@ def reply_bytes(outcome: Answer) -> tuple[int, bytes, bytes, list[tuple[bytes, b
         if status:  # a provider's own acknowledgement says nothing of ours: the header does
             headers.append((b"x-webhook-status", status.encode()))
         return reply.status, reply.media_type.encode("latin-1"), reply.body, headers
-    # As Starlette's JSONResponse renders it.
-    body = json.dumps(outcome.body, ensure_ascii=False, separators=(",", ":")).encode()
+    body = _ANSWER.encode(outcome.body).encode()
     return 200, JSON, body, []
 
 
@@ -67,7 +68,7 @@ def rejected(receiver: Receiver | None, source: str, exc: WebhookError) -> bytes
             "detail": exc.detail,
         },
     )
-    return json.dumps({"detail": exc.detail}, ensure_ascii=False, separators=(",", ":")).encode()
+    return _ANSWER.encode({"detail": exc.detail}).encode()
 
 
 async def respond(

@@ -31,6 +31,12 @@ ON_FAILURE = "workers.job.on_failure"
 # Every job function an event's job may name: this one, and those of earlier versions.
 JOB_FUNCTIONS = frozenset({JOB_FUNCTION, "workers.runtime.deliver.deliver"})
 PER_EVENT = ("data", "meta", "description", "created_at", "enqueued_at")
+# Call data this long or longer is compressed, as RQ compresses all of it; shorter, it is
+# stored as the pickle itself, which RQ's `Job.restore` reads too (a zlib stream cannot
+# start as a pickle does: `tests/test_jobhash.py`). Starting zlib costs more than a small
+# event's whole claim script (~5 µs of the receiver's time per request) to save a few
+# dozen bytes; a large payload's saving (half of it, or more) is worth the time.
+COMPRESS_FROM = 512
 
 
 class JobHash:
@@ -72,10 +78,12 @@ class JobHash:
     ) -> tuple[str, bytes, str, bytes]:
         """Timestamp (created and enqueued), call data, description and meta of one job."""
         data = pickle.dumps((JOB_FUNCTION, None, args, {}), protocol=pickle.HIGHEST_PROTOCOL)
+        if len(data) >= COMPRESS_FROM:
+            # Level 1: nearly all the saving of the default level at a fraction of its cost.
+            data = zlib.compress(data, 1)
         return (
             utcformat(when) if when is not None else stamp_now(),
-            # Level 1: nearly all the saving of the default level at a fraction of its cost.
-            zlib.compress(data, 1),
+            data,
             description,
             pickle.dumps(meta, protocol=pickle.HIGHEST_PROTOCOL),
         )

@@ -181,14 +181,27 @@ def log_state(state: str, source: str, event_id: str, event_type: str, **fields:
     level = logging.WARNING if state in {"rejected", "dead_lettered"} else logging.INFO
     if len(event_type) > MAX_LOGGED_TYPE:
         event_type = f"{event_type[:MAX_LOGGED_TYPE]}… ({len(event_type)} characters)"
-    extra = {"state": state, "source": source, "event_id": event_id, "type": event_type, **fields}
     if not _json_to_stderr() or not logger.isEnabledFor(level):
-        logger.log(level, state, extra=extra)
+        extra = {"state": state, "source": source, "event_id": event_id, "type": event_type}
+        logger.log(level, state, extra=extra | fields)
         return
     # The line JsonFormatter would write, without a LogRecord and a write per request:
     # on the receiver, lines of one event-loop tick go out in one write.
-    head = {"ts": round(time.time(), 3), "level": logging.getLevelName(level).lower()}
-    _write_soon(json.dumps({**head, "logger": logger.name, **extra}, default=str))
+    line = {
+        "ts": round(time.time(), 3),
+        "level": "warning" if level == logging.WARNING else "info",
+        "logger": logger.name,
+        "state": state,
+        "source": source,
+        "event_id": event_id,
+        "type": event_type,
+        **fields,
+    }
+    _write_soon(_LINE.encode(line))
+
+
+# json.dumps with an option builds an encoder per call: one, for every line.
+_LINE = json.JSONEncoder(default=str)
 
 
 def _json_to_stderr() -> bool:

@@ -8,11 +8,12 @@ import zlib
 from datetime import UTC, datetime
 from enum import Enum
 
+import pytest
 from redis import Redis
 from rq import Callback
 from rq.job import Job, JobStatus, Retry
 
-from app.jobhash import JOB_FUNCTION, ON_FAILURE, JobHash
+from app.jobhash import COMPRESS_FROM, JOB_FUNCTION, ON_FAILURE, JobHash
 from workers.runtime.take import read_job
 
 
@@ -42,8 +43,8 @@ def test_the_template_matches_rqs_own_serialisation() -> None:
     ours = dict(zip(pairs[::2], pairs[1::2], strict=True))
 
     assert set(ours) == set(expected)
-    # Compression levels differ; what RQ reads back must not.
-    assert zlib.decompress(ours.pop("data")) == zlib.decompress(expected.pop("data"))
+    # Compression differs (a small call is not compressed); what RQ reads back must not.
+    assert call_data(ours.pop("data")) == zlib.decompress(expected.pop("data"))
     assert pickle.loads(ours.pop("meta")) == pickle.loads(expected.pop("meta"))
     assert {k: stored(v) for k, v in ours.items()} == {k: stored(v) for k, v in expected.items()}
 
@@ -80,6 +81,37 @@ def test_the_worker_reads_a_job_as_rqs_restore_reads_it() -> None:
         rqs = Job("j", connection=connection)
         rqs.restore(fields)
         assert vars(read_job("j", fields, connection)) == vars(rqs)
+
+
+def call_data(stored: bytes) -> bytes:
+    """The pickled call in a job hash's `data`, read as `Job.restore` reads it."""
+    job = Job("j", connection=Redis())
+    job.restore({b"data": stored, b"created_at": b"2026-11-30T08:00:00.000000Z"})
+    return bytes(job.data)
+
+
+@pytest.mark.parametrize("body_bytes", [10, COMPRESS_FROM, 20_000])
+def test_rq_reads_the_call_data_compressed_or_not(body_bytes: int) -> None:
+    """Below COMPRESS_FROM the pickle is stored as it is; RQ's restore reads it (its
+    fallback for data that is not a zlib stream) as it reads a compressed one."""
+    args = ("inbound", "evt_1", "order.created", b"x" * body_bytes, {"h": "v"}, 1.5)
+    pairs = JobHash("webhooks", 300, 3, [1, 2, 3], Redis()).fields(args, {}, "d")
+    data = dict(zip(pairs[::2], pairs[1::2], strict=True))["data"]
+    pickled = pickle.dumps((JOB_FUNCTION, None, args, {}), protocol=pickle.HIGHEST_PROTOCOL)
+    assert (data == pickled) is (len(pickled) < COMPRESS_FROM)
+    job = Job("j", connection=Redis())
+    job.restore({b"data": data, b"created_at": b"2026-11-30T08:00:00.000000Z"})
+    assert (job.func_name, job.args, job.kwargs) == (JOB_FUNCTION, args, {})
+
+
+def test_no_pickle_reads_as_a_zlib_stream() -> None:
+    """RQ tells the two apart by trying zlib first: a pickle's opening bytes (protocol 2
+    and later: PROTO, then its number) never make a zlib header, whose method must be 8."""
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        opening = pickle.dumps((JOB_FUNCTION, None, (), {}), protocol=protocol)
+        with pytest.raises(zlib.error):
+            zlib.decompress(opening)
+        assert opening[0] & 0x0F != 8
 
 
 def as_bytes(value: object) -> bytes:

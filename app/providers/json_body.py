@@ -37,8 +37,21 @@ def strict_json(text: bytes | str, *, unique_keys: bool = False) -> Any:
     the signature is inside the body, the verifier reads the last value (Python's rule) and
     a handler's first-wins parser would read another. Raises ValueError (or RecursionError
     for absurd nesting)."""
-    hook = _unique_keys if unique_keys else None
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite, object_pairs_hook=hook)
+    # As json.loads reads its argument: bytes are UTF-8 unless a BOM or the zero bytes say
+    # UTF-16 or 32; a str that opens with a BOM is refused.
+    if isinstance(text, str):
+        if text.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM", text, 0)
+    else:
+        text = text.decode(json.detect_encoding(text), "surrogatepass")
+    return (_UNIQUE if unique_keys else _STRICT).decode(text)
+
+
+# Made once: json.loads with any option builds a decoder per call.
+_STRICT = json.JSONDecoder(parse_constant=_not_json, parse_float=_finite)
+_UNIQUE = json.JSONDecoder(
+    parse_constant=_not_json, parse_float=_finite, object_pairs_hook=_unique_keys
+)
 
 
 def parse_json_object(body: bytes, *, unique_keys: bool = False) -> dict[str, Any]:

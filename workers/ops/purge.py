@@ -21,7 +21,7 @@ was: it says dead, and a replay enqueues the event again from its stored payload
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from redis import Redis
 
@@ -29,8 +29,7 @@ from app.claim import call, script_prologue
 from app.keys import Keys
 
 
-@dataclass(frozen=True, slots=True)
-class PurgeKeys:
+class PurgeKeys(NamedTuple):
     failed_key: str  # the dead letters: RQ's failed registry of the queue
     queue_key: str
     started_key: str  # the started registry (members `<job id>:<execution id>`)
@@ -41,8 +40,7 @@ class PurgeKeys:
     results_key: str
 
 
-@dataclass(frozen=True, slots=True)
-class PurgeArgs:
+class PurgeArgs(NamedTuple):
     job_id: str
     execution_prefix: str  # RQ's, of an execution's hash
     worker_prefix: str  # RQ's, of a worker's set of executions
