@@ -6,6 +6,11 @@ read per request for the event loop and the socket: +13 % requests/s in `make be
 Each request still gets its own answer or its own error, and a cut connection fails every
 request of the batch with it, so each is answered 503 and retried by its provider.
 
+A batch holds at most `BATCH_CAP` claims, so that Redis works on one while this process
+verifies the requests of the next. Under a burst, every request of a tick was verified
+before the first claim left, and the process then sat idle, a fifth of its time, while
+Redis ran them all (`make_way`; docs/benchmarks.md).
+
 With WEBHOOK_REPLICA_ACKS, the same pipeline ends with the replicas' wait
 (`app/replication.py`): one wait per batch, on the connection that wrote the claims. Too
 few acknowledgements fail every request of the batch, answered (duplicate or not) 503.
@@ -20,6 +25,11 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
 from app.replication import ReplicaAcks
+
+# Claims per batch at most: small enough that Redis's work on a batch overlaps this
+# process's on the next (16 requests are about 2 ms of it), large enough that the batch's
+# own cost (a pooled connection, a write, a read) stays a small share of each request's.
+BATCH_CAP = 16
 
 
 class ScriptBatcher:
@@ -49,6 +59,11 @@ class ScriptBatcher:
             return await future
         finally:
             timer.cancel()
+
+    def full(self) -> bool:
+        """Whether the batch being gathered holds `BATCH_CAP` claims: the next request's
+        work waits until it is sent (`make_way`)."""
+        return len(self.pending) >= BATCH_CAP
 
     async def flush(self) -> None:
         batch, self.pending = self.pending, []

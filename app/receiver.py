@@ -71,6 +71,7 @@ class Receiver:
         self, source_name: str, request: Request, span: DeliverySpan = NO_SPAN
     ) -> Answer:
         started = time.perf_counter()
+        await self.intake.make_way()
         verifier = self.verifiers.get(source_name)
         if verifier is None:
             raise UnknownSource(f"unknown source {source_name!r}")

@@ -11,11 +11,14 @@ import redis.asyncio as aioredis
 from redis import Redis
 from redis.exceptions import ConnectionError, NoScriptError
 from rq import Queue
+from starlette.requests import Request
 
-from app.batching import ScriptBatcher
+from app.batching import BATCH_CAP, ScriptBatcher
 from app.intake import AsyncIntake
 from app.providers import Delivery
+from app.receiver import Receiver
 from app.settings import Settings
+from tests.conftest import event_body, sign
 from workers.dev.redis_server import free_port
 
 
@@ -61,6 +64,59 @@ def test_concurrent_claims_go_out_as_one_batch_with_an_answer_each(
     assert batch_sizes == [22]  # one pipeline, one round trip
     assert [r.accepted for r in results] == [True] * 20 + [False, False]
     assert len(Queue("webhooks", connection=redis)) == 21
+
+
+def test_a_burst_goes_to_redis_in_batches_while_the_rest_is_still_being_verified(
+    make_settings: Callable[..., Settings], redis: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 requests ready in one tick: the first BATCH_CAP claims are sent before the next
+    request is verified, so Redis runs them while this process works on the others."""
+    steps: list[str] = []
+    send = ScriptBatcher.send
+
+    async def recorded(self: ScriptBatcher, batch: list[Any]) -> list[Any]:
+        steps.append(f"sent {len(batch)}")
+        return await send(self, batch)
+
+    async def burst() -> list[Any]:
+        client = aioredis.Redis.from_url(settings.redis_url)
+        receiver = Receiver(settings, client)
+        verifier = receiver.verifiers["inbound"]
+        check = verifier.check
+
+        def checked(inbound: Any) -> Any:
+            steps.append("verified")
+            return check(inbound)
+
+        monkeypatch.setattr(verifier, "check", checked)
+        try:
+            return await asyncio.gather(*(receiver.receive("inbound", post(n)) for n in range(40)))
+        finally:
+            await client.aclose()
+
+    settings = make_settings()
+    claims(settings, ["warm-up"])  # loads the script, so no NOSCRIPT resend below
+    monkeypatch.setattr(ScriptBatcher, "send", recorded)
+    answers = asyncio.run(burst())
+    assert [a.body["status"] for a in answers] == ["accepted"] * 40
+    cap = f"sent {BATCH_CAP}"
+    assert steps == [*["verified"] * 16, cap, *["verified"] * 16, cap, *["verified"] * 8, "sent 8"]
+    assert len(Queue("webhooks", connection=redis)) == 41
+
+
+def post(n: int) -> Request:
+    """A signed delivery whose body has arrived whole, as uvicorn hands it to the app."""
+    body = event_body(f"burst_{n}")
+    headers = [
+        (b"content-length", str(len(body)).encode()),
+        (b"x-signature-256", sign(body).encode()),
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    scope = {"type": "http", "method": "POST", "path": "/webhooks/inbound", "headers": headers}
+    return Request(scope, receive)
 
 
 def test_a_flushed_script_cache_is_reloaded_and_the_batch_resent(
