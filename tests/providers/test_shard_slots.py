@@ -41,6 +41,7 @@ class Recorder:
             self.keys.append(list(keys))
             return await script(keys, *rest, **kw)
 
+        call.full = script.full  # type: ignore[attr-defined]  # asked before each request
         return call
 
     def wrap_keyword(self, script: Any) -> Any:
