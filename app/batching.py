@@ -6,7 +6,8 @@ read per request for the event loop and the socket: +13 % requests/s in `make be
 Each request still gets its own answer or its own error, and a cut connection fails every
 request of the batch with it, so each is answered 503 and retried by its provider.
 
-A batch holds at most `BATCH_CAP` claims, so that Redis works on one while this process
+A request's work waits while a batch holds `BATCH_CAP` claims (a batch delivery's claims,
+or requests already under way, may still add to it), so that Redis works on one while this process
 verifies the requests of the next. Under a burst, every request of a tick was verified
 before the first claim left, and the process then sat idle, a fifth of its time, while
 Redis ran them all (`make_way`; docs/benchmarks.md).
@@ -26,9 +27,10 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from app.replication import ReplicaAcks
 
-# Claims per batch at most: small enough that Redis's work on a batch overlaps this
-# process's on the next (16 requests are about 2 ms of it), large enough that the batch's
-# own cost (a pooled connection, a write, a read) stays a small share of each request's.
+# Claims in a batch at which the next request waits (`make_way`): small enough that
+# Redis's work on a batch overlaps this process's on the next (16 requests are about 2 ms
+# of it), large enough that the batch's own cost (a pooled connection, a write, a read)
+# stays a small share of each request's.
 BATCH_CAP = 16
 
 

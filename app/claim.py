@@ -35,7 +35,7 @@ class ClaimArgs(NamedTuple):
     ledger_ttl: int
     received_at: float
     job_stamp: str  # created_at and enqueued_at, as RQ formats them
-    job_data: bytes  # RQ's compressed pickle of the call
+    job_data: bytes  # RQ's pickle of the call, zlib-compressed from COMPRESS_FROM bytes
     description: str
     meta: bytes  # RQ's pickle of `JobMeta.to_meta()`
     event_id: str

@@ -41,7 +41,7 @@ def strict_json(text: bytes | str, *, unique_keys: bool = False) -> Any:
     # UTF-16 or 32; a str that opens with a BOM is refused.
     if isinstance(text, str):
         if text.startswith("\ufeff"):
-            raise json.JSONDecodeError("Unexpected UTF-8 BOM", text, 0)
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
     else:
         text = text.decode(json.detect_encoding(text), "surrogatepass")
     return (_UNIQUE if unique_keys else _STRICT).decode(text)
