@@ -69,8 +69,11 @@ def test_concurrent_claims_go_out_as_one_batch_with_an_answer_each(
 def test_a_burst_goes_to_redis_in_batches_while_the_rest_is_still_being_verified(
     make_settings: Callable[..., Settings], redis: Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """40 requests ready in one tick: the first BATCH_CAP claims are sent before the next
-    request is verified, so Redis runs them while this process works on the others."""
+    """Two and a half batches of requests ready in one tick: the first BATCH_CAP claims are
+    sent before the next request is verified, so Redis runs them while this process works
+    on the others."""
+    half = BATCH_CAP // 2
+    count = 2 * BATCH_CAP + half
     steps: list[str] = []
     send = ScriptBatcher.send
 
@@ -90,7 +93,9 @@ def test_a_burst_goes_to_redis_in_batches_while_the_rest_is_still_being_verified
 
         monkeypatch.setattr(verifier, "check", checked)
         try:
-            return await asyncio.gather(*(receiver.receive("inbound", post(n)) for n in range(40)))
+            return await asyncio.gather(
+                *(receiver.receive("inbound", post(n)) for n in range(count))
+            )
         finally:
             await client.aclose()
 
@@ -98,10 +103,10 @@ def test_a_burst_goes_to_redis_in_batches_while_the_rest_is_still_being_verified
     claims(settings, ["warm-up"])  # loads the script, so no NOSCRIPT resend below
     monkeypatch.setattr(ScriptBatcher, "send", recorded)
     answers = asyncio.run(burst())
-    assert [a.body["status"] for a in answers] == ["accepted"] * 40
-    cap = f"sent {BATCH_CAP}"
-    assert steps == [*["verified"] * 16, cap, *["verified"] * 16, cap, *["verified"] * 8, "sent 8"]
-    assert len(Queue("webhooks", connection=redis)) == 41
+    assert [a.body["status"] for a in answers] == ["accepted"] * count
+    full, rest = ["verified"] * BATCH_CAP + [f"sent {BATCH_CAP}"], ["verified"] * half
+    assert steps == [*full, *full, *rest, f"sent {half}"]
+    assert len(Queue("webhooks", connection=redis)) == count + 1  # and the warm-up
 
 
 def post(n: int) -> Request:

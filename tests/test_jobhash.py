@@ -104,6 +104,28 @@ def test_rq_reads_the_call_data_compressed_or_not(body_bytes: int) -> None:
     assert (job.func_name, job.args, job.kwargs) == (JOB_FUNCTION, args, {})
 
 
+@pytest.mark.parametrize("pickle_bytes", [COMPRESS_FROM - 1, COMPRESS_FROM])
+def test_call_data_is_compressed_from_exactly_compress_from_bytes(pickle_bytes: int) -> None:
+    args = args_pickling_to(pickle_bytes)
+    pairs = JobHash("webhooks", 300, 3, [1, 2, 3], Redis()).fields(args, {}, "d")
+    data = dict(zip(pairs[::2], pairs[1::2], strict=True))["data"]
+    pickled = pickle.dumps((JOB_FUNCTION, None, args, {}), protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(pickled) == pickle_bytes
+    stored_as_is = pickle_bytes < COMPRESS_FROM
+    assert (data if stored_as_is else zlib.decompress(data)) == pickled
+    assert (data == pickled) is stored_as_is
+
+
+def args_pickling_to(size: int) -> tuple[object, ...]:
+    """An event's call arguments whose call data pickles to exactly `size` bytes."""
+    for body_bytes in range(size):
+        args = ("inbound", "evt_1", "order.created", b"x" * body_bytes, {"h": "v"}, 1.5)
+        call = (JOB_FUNCTION, None, args, {})
+        if len(pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)) == size:
+            return args
+    raise AssertionError(f"no body pickles to {size} bytes")
+
+
 def test_no_pickle_reads_as_a_zlib_stream() -> None:
     """RQ tells the two apart by trying zlib first: a pickle's opening bytes (protocol 2
     and later: PROTO, then its number) never make a zlib header, whose method must be 8."""

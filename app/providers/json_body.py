@@ -30,7 +30,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def strict_json(text: bytes | str, *, unique_keys: bool = False) -> Any:
+def strict_json(text: bytes | bytearray | str, *, unique_keys: bool = False) -> Any:
     """`json.loads` without what Python adds to JSON: `NaN` and `Infinity` are refused, and so
     is a number such as `1e400` that parses to infinity (a non-finite timestamp compares false
     with every bound). With `unique_keys`, an object that repeats a key is refused too: where
@@ -42,8 +42,11 @@ def strict_json(text: bytes | str, *, unique_keys: bool = False) -> Any:
     if isinstance(text, str):
         if text.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    else:
+    elif isinstance(text, bytes | bytearray):
         text = text.decode(json.detect_encoding(text), "surrogatepass")
+    else:
+        kind = type(text).__name__
+        raise TypeError(f"the JSON object must be str, bytes or bytearray, not {kind}")
     return (_UNIQUE if unique_keys else _STRICT).decode(text)
 
 

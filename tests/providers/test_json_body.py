@@ -17,14 +17,15 @@ DOCUMENT = '{"id": "evt_1", "amount": 4.5, "note": "caf\\u00e9 ☕"}'
     [
         DOCUMENT,
         DOCUMENT.encode(),
+        bytearray(DOCUMENT.encode()),
         DOCUMENT.encode("utf-8-sig"),
         DOCUMENT.encode("utf-16"),
         DOCUMENT.encode("utf-16-le"),
         DOCUMENT.encode("utf-32"),
     ],
-    ids=["str", "utf8", "utf8-bom", "utf16", "utf16le", "utf32"],
+    ids=["str", "utf8", "bytearray", "utf8-bom", "utf16", "utf16le", "utf32"],
 )
-def test_reads_every_encoding_json_loads_reads(text: str | bytes) -> None:
+def test_reads_every_encoding_json_loads_reads(text: str | bytes | bytearray) -> None:
     assert strict_json(text) == json.loads(text)
 
 
@@ -42,3 +43,12 @@ def test_refuses_what_json_loads_refuses(text: str | bytes) -> None:
 def test_refuses_what_python_adds_to_json(text: str) -> None:
     with pytest.raises(ValueError):
         strict_json(text)
+
+
+def test_refuses_the_argument_types_json_loads_refuses_with_its_type_error() -> None:
+    view = memoryview(DOCUMENT.encode())
+    with pytest.raises(TypeError) as theirs:
+        json.loads(view)  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as ours:
+        strict_json(view)  # type: ignore[arg-type]
+    assert str(ours.value) == str(theirs.value)
