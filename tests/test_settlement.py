@@ -3,6 +3,7 @@ same time: another worker's recovery, or anything rewriting job hashes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from rq.job import Job, JobStatus
 
 from app.keys import job_id_for
 from tests.conftest import Harness
+from tests.processes import wait_until
 from workers import Event, handler
 from workers.runtime import settlement
 from workers.runtime.batch import Batch
@@ -178,12 +180,14 @@ def test_a_settlement_whose_answer_is_lost_while_the_next_batch_runs_is_settled_
     make_harness: Callable[..., Harness],
     redis: Redis,
     monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
     applied: bool,
 ) -> None:
     """The link is cut after the first event's settlement was sent, before its answer was
     read; Redis had applied it, or (its writes paused, the connection cut while the next
     event's handler runs) had not: the worker settles the batch again once Redis answers,
-    and nothing is applied twice."""
+    nothing is applied twice, and each event's outcome is logged once, by the worker that
+    settled it (itself: no word of another worker)."""
     harness = make_harness(webhook_worker_mode="simple", webhook_batch_size=1)
     real_send, real_finish = settlement.send, settlement.finish
     in_flight: list[settlement.Sent] = []
@@ -191,7 +195,7 @@ def test_a_settlement_whose_answer_is_lost_while_the_next_batch_runs_is_settled_
 
     def lose(sent: settlement.Sent) -> None:
         cut.append(sent)
-        sent.connection.disconnect()  # type: ignore[no-untyped-call]
+        hang_up(redis, sent)
 
     @handler("inbound", "order.created")
     def run(event: Event) -> None:
@@ -223,3 +227,101 @@ def test_a_settlement_whose_answer_is_lost_while_the_next_batch_runs_is_settled_
         job = Job.fetch(job_id_for("inbound", name), connection=redis)
         assert (job.get_status(), job.meta["attempts"]) == (JobStatus.FINISHED, 1)
     assert redis.zcard("rq:wip:webhooks") == 0  # the started registry: nothing left running
+    err = capfd.readouterr().err
+    assert "settled by another worker" not in err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    done = sorted(line["event_id"] for line in lines if line.get("state") == "done")
+    assert done == ["first", "second", "third"]
+
+
+def lose_the_answer(
+    monkeypatch: pytest.MonkeyPatch, redis: Redis, applied: bool
+) -> list[settlement.Sent]:
+    """The first settlement's answer is lost: the link is cut once Redis has applied it (its
+    job queued again), or, its writes paused, before Redis could."""
+    real_send, real_finish = settlement.send, settlement.finish
+    cut: list[settlement.Sent] = []
+
+    def send(worker: WebhookWorker, batch: Batch) -> settlement.Sent:
+        if not applied and not cut:
+            redis.execute_command("CLIENT", "PAUSE", 60_000, "WRITE")
+        return real_send(worker, batch)
+
+    def finish(sent: settlement.Sent) -> list[Any] | None:
+        if not cut:
+            cut.append(sent)
+            if applied:
+                wait_until(lambda: redis.hget(Job.key_for(JOB_ID), "status") == b"queued")
+            hang_up(redis, sent)
+            if not applied:
+                redis.execute_command("CLIENT", "UNPAUSE")
+        return real_finish(sent)
+
+    monkeypatch.setattr(settlement, "send", send)
+    monkeypatch.setattr(settlement, "finish", finish)
+    return cut
+
+
+def hang_up(redis: Redis, sent: settlement.Sent) -> None:
+    """Cut the settlement's connection, and wait until Redis has dropped it: a paused
+    transaction would otherwise still run if the pause ended first."""
+    host, port = sent.connection._sock.getsockname()[:2]  # type: ignore[attr-defined]
+    address = f"{host}:{port}"
+    sent.connection.disconnect()  # type: ignore[no-untyped-call]
+    wait_until(lambda: all(c["addr"] != address for c in redis.client_list()), what="hang-up")
+
+
+def logged(err: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+
+
+def test_a_retry_whose_settlement_answer_was_lost_but_applied_is_logged_once(
+    ran: tuple[WebhookWorker, Batch],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    worker, batch = ran
+    cut = lose_the_answer(monkeypatch, redis, applied=True)
+    worker.settle_unsettled()
+
+    assert len(cut) == 1 and JOB_ID in batch.unanswered
+    job = Job.fetch(JOB_ID, connection=redis)
+    assert (job.get_status(), job.retries_left) == (JobStatus.QUEUED, 1)
+    assert redis.hget("webhook:stats:inbound", "retried") == b"1"
+    err = capfd.readouterr().err
+    assert "settled by another worker" not in err
+    retries = [line for line in logged(err) if line.get("state") == "retry_scheduled"]
+    assert [(line["event_id"], line["retries_left"]) for line in retries] == [("w0", 1)]
+
+
+def test_a_job_another_worker_settled_after_a_lost_answer_is_not_logged_as_ours(
+    ran: tuple[WebhookWorker, Batch],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The lost settlement was not applied; before the worker tries again, another worker
+    settles the job (its execution leaves the started registry, its meta is its own)."""
+    worker, batch = ran
+    execution = batch.entries[0].execution
+    assert execution is not None
+    real_still_held = settlement.still_held
+    cut = lose_the_answer(monkeypatch, redis, applied=False)
+
+    def settled_meanwhile(*args: Any) -> Any:
+        if cut and redis.zscore(batch.started.key, execution.composite_key) is not None:
+            job = Job.fetch(JOB_ID, connection=redis)
+            job.meta["last_error"] = "settled by the other worker's recovery"
+            job.save_meta()
+            redis.zrem(batch.started.key, execution.composite_key)
+        return real_still_held(*args)
+
+    monkeypatch.setattr(settlement, "still_held", settled_meanwhile)
+    worker.settle_unsettled()
+
+    assert len(cut) == 1 and JOB_ID in batch.unanswered
+    assert redis.hget("webhook:stats:inbound", "retried") is None
+    err = capfd.readouterr().err
+    assert "job settled by another worker; not settled again" in err
+    assert [line for line in logged(err) if line.get("state") == "retry_scheduled"] == []

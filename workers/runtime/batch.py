@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from redis.client import Pipeline
@@ -35,6 +35,9 @@ from rq.utils import now, utcformat
 from workers.runtime.clock import RedisClock, due_at
 from workers.runtime.rq_worker import RQWorker
 from workers.runtime.spans import NO_SPAN, BatchSpan
+
+if TYPE_CHECKING:
+    from workers.runtime.settlement_writes import Logged
 
 
 class Fate(Enum):
@@ -70,6 +73,9 @@ class Batch:
     finished: FinishedJobRegistry = field(init=False)
     # Redis's clock, read by the take (or by recovery) and refreshed by each heartbeat.
     clock: RedisClock = field(init=False)
+    # What each settlement whose answer was lost would have logged, by job id: it may have
+    # been applied, and a later try that finds the job settled logs it if it was.
+    unanswered: dict[str, list[Logged]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.started = self.queue.started_job_registry

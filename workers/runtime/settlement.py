@@ -12,7 +12,10 @@ transaction watches the jobs' hashes, which every settlement writes, and settles
 jobs whose execution is still in the started registry, which every settlement leaves. The
 second one to commit finds its jobs changed, looks again, and leaves them. The same holds
 for a settlement made late, after a cut of the worker's link to Redis: a job that another
-worker's recovery took back meanwhile is left to it.
+worker's recovery took back meanwhile is left to it. When the answer is lost (the link
+went after the transaction was sent), the transaction may still have been applied: what it
+would have logged is kept on the batch, and the next try logs it for each job it finds
+settled whose meta is the one that try wrote.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 from redis.connection import Connection, ConnectionPool
 from redis.exceptions import ResponseError
+from rq.job import Job
 
 from app.logs import logger
 from workers.runtime.batch import Batch, Entry
@@ -110,6 +114,9 @@ def finish(sent: Sent) -> list[Entry] | None:
         answer: Any = connection.read_response()  # EXEC's, or UNWATCH's OK
     except BaseException:
         _drop(sent.pool, connection, entries, sent.states)
+        # Redis may have applied it: the try that finds these jobs settled asks (`_log`).
+        for line in sent.logged:
+            sent.batch.unanswered.setdefault(line.job.id, []).append(line)
         raise
     sent.pool.release(connection)
     if answer is None:
@@ -126,20 +133,54 @@ def finish(sent: Sent) -> list[Entry] | None:
 
 def _log(sent: Sent) -> None:
     settled = {id(entry) for entry in sent.held}
-    for entry in sent.batch.entries:
-        if id(entry) not in settled:
-            sent.worker.executions.pop(entry.execution.id, None)  # type: ignore[union-attr]
+    others = [entry for entry in sent.batch.entries if id(entry) not in settled]
+    for entry in others:
+        sent.worker.executions.pop(entry.execution.id, None)  # type: ignore[union-attr]
+    applied = _applied_unanswered(sent.worker, sent.batch, others)
+    for entry in others:
+        if entry.job.id not in applied:
             logger.warning(
                 "job settled by another worker; not settled again", extra={"job_id": entry.job.id}
             )
-    for line in sent.logged:
+    for line in [*applied.values(), *sent.logged]:
         if line.meta is None:
             logger.error(
                 "a job that is not a webhook event's was moved to the failed registry",
                 extra={"job_id": line.job.id, "error": line.error},
             )
         else:
-            log_outcome(line.job, line.meta, line.status, line.error, line.delay)
+            log_outcome(line.job, line.meta, line.status, line.error, line.delay, line.retries_left)
+
+
+def _applied_unanswered(worker: RQWorker, batch: Batch, others: list[Entry]) -> dict[str, Logged]:
+    """Of the jobs found settled, those an earlier try whose answer was lost settled: the
+    job's meta is the one it wrote. By job id, what that try would have logged."""
+    asked = [entry.job for entry in others if entry.job.id in batch.unanswered]
+    if not asked:
+        return {}
+    stored = worker.connection.pipeline(transaction=False)
+    for job in asked:
+        stored.hmget(job.key, ["meta", "status"])
+    applied: dict[str, Logged] = {}
+    for job, (meta, status) in zip(asked, stored.execute(), strict=True):
+        for line in batch.unanswered[job.id]:
+            if line.meta is None:
+                # Not an event's job: no meta of ours; that try failed it, as RQ's sweep would.
+                mine = status == b"failed"
+            else:
+                mine = meta is not None and line.written_by_this(_loaded(job, meta))
+            if mine:
+                applied[job.id] = line
+                break
+    return applied
+
+
+def _loaded(job: Job, meta: bytes) -> dict[str, Any] | None:
+    try:
+        loaded = job.serializer.loads(meta)
+    except Exception:  # whatever wrote it, it was not this settlement
+        return None
+    return loaded if isinstance(loaded, dict) else None
 
 
 def still_held(batch: Batch, entries: list[Entry], watched: Any, scores: Any) -> list[Entry]:

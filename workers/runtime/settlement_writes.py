@@ -41,6 +41,13 @@ class Logged:
     status: EventStatus
     error: str = ""
     delay: int | None = None
+    retries_left: int | None = None  # a retry's, as this settlement left it
+
+    def written_by_this(self, stored: dict[str, Any] | None) -> bool:
+        """Whether `stored`, the job's meta as Redis holds it now, is the one this
+        settlement wrote: its attempt's end, stamped with this settlement's time when the
+        event ended (done or dead), with the attempt's error when it is retried."""
+        return self.meta is not None and stored == self.meta.to_meta()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +118,6 @@ def settle_failure(
     delay, error = retry_delay(job), attempt_error(meta, entry.exc_string)
     if batches.fail_execution(program, worker, batch, entry):
         settle(program, job, meta, EventStatus.RETRYING, Outcome.RETRIED, error)
-        return Logged(job, meta, EventStatus.RETRYING, error, delay)
+        return Logged(job, meta, EventStatus.RETRYING, error, delay, job.retries_left)
     settle(program, job, meta, EventStatus.DEAD, Outcome.DEAD_LETTERED, error, raw)
     return Logged(job, meta, EventStatus.DEAD, error)
