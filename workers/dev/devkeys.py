@@ -46,11 +46,11 @@ from app.sources import DEFAULT_PROVIDER, env_suffix
 from workers.dev.keypair import DevKey, derived_client_id, fits, make_pem, signing_pem
 from workers.dev.private import private_dir, write_private
 from workers.dev.stackfile import VAR, configured, configured_value
+from workers.signing import PRIVATE_KEY_PROVIDERS
 
 DEV_KEYS = VAR / "dev-keys"
 # Written by the key server while it runs (not a secret): SNS's SigningCertURL names it.
 KEY_SERVER_FILE = DEV_KEYS / "key-server.url"
-ASYMMETRIC = ("discord", "sendgrid", "sns", "plaid")
 SERVED = frozenset({"sns", "plaid"})  # their verifiers fetch the key from the key server
 # The topic an SNS source accepts when WEBHOOK_TOPICS_<NAME> is unset (a dev account).
 DEV_TOPIC = "arn:aws:sns:us-east-1:000000000000:{source}"
@@ -67,7 +67,7 @@ def asymmetric_sources(root: Path = Path(), sources: str | None = None) -> dict[
         name, _, provider = entry.partition(":")
         name = name.strip()
         provider = provider.strip() or DEFAULT_PROVIDER.get(name, name)
-        if provider in ASYMMETRIC and _SOURCE_NAME.fullmatch(name):
+        if provider in PRIVATE_KEY_PROVIDERS and _SOURCE_NAME.fullmatch(name):
             found.setdefault(name, provider)
     return found
 
@@ -138,17 +138,7 @@ def dev_key_env(
     if served and not key_server_url:
         raise ValueError("SNS and Plaid sources need the key server's URL")
     for key in keys:
-        suffix = env_suffix(key.source)
-        if key.provider in ("discord", "sendgrid"):
-            env["WEBHOOK_SECRET_" + suffix] = key.public_value
-        elif key.provider == "sns":
-            if not configured("WEBHOOK_TOPICS_" + suffix, root):
-                env["WEBHOOK_TOPICS_" + suffix] = DEV_TOPIC.format(source=key.source)
-        elif key.provider == "plaid":
-            assert key_server_url is not None
-            env["WEBHOOK_CLIENT_ID_" + suffix] = key.plaid_client_id
-            env["WEBHOOK_SECRET_" + suffix] = key.plaid_secret
-            env["WEBHOOK_API_BASE_" + suffix] = key_server_url
+        env.update(key_env(key, key_server_url))
     if served:
         assert key_server_url is not None
         allowed = configured_value("WEBHOOK_FETCH_ALLOW", root)
@@ -156,6 +146,22 @@ def dev_key_env(
         env["WEBHOOK_FETCH_ALLOW"] = ",".join(dict.fromkeys([*origins, key_server_url]))
     # What the user set is theirs (the client id is only repeated to the key server).
     return {k: v for k, v in env.items() if k == "WEBHOOK_FETCH_ALLOW" or not configured(k, root)}
+
+
+def key_env(key: DevKey, key_server_url: str | None, topics: str = "") -> dict[str, str]:
+    """The source's variables for its key (the module's table): `topics` an SNS source's
+    own, if it has any; `key_server_url` where SNS and Plaid keys are served."""
+    suffix = env_suffix(key.source)
+    if key.provider in ("discord", "sendgrid"):
+        return {"WEBHOOK_SECRET_" + suffix: key.public_value}
+    if key.provider == "sns":
+        return {"WEBHOOK_TOPICS_" + suffix: topics or DEV_TOPIC.format(source=key.source)}
+    assert key_server_url is not None  # a Plaid key is always served
+    return {
+        "WEBHOOK_CLIENT_ID_" + suffix: key.plaid_client_id,
+        "WEBHOOK_SECRET_" + suffix: key.plaid_secret,
+        "WEBHOOK_API_BASE_" + suffix: key_server_url,
+    }
 
 
 def record_key_server(url: str | None, root: Path = Path()) -> None:

@@ -26,9 +26,10 @@ from app.providers.recipe_spec import Recipe
 from app.settings import ConfigError, Settings
 from app.settings_checks import one_line
 from app.sources import LEGACY_SOURCE, PER_SOURCE_PREFIXES, env_suffix
-from workers.dev.devkeys import ASYMMETRIC, DEV_TOPIC, SERVED
+from workers.dev.devkeys import SERVED, key_env
 from workers.dev.devsecrets import RECIPE_FORM, SECRET_FORM, source_secret_makers, sources_of
 from workers.dev.keypair import DevKey, throwaway_key
+from workers.signing import PRIVATE_KEY_PROVIDERS
 
 Serve = Callable[[Sequence[DevKey]], str]
 
@@ -93,9 +94,9 @@ def load_test_settings(
     per_source = {**first.per_source, **given}
     sources = sources_of(",".join(first.webhook_sources))
     for name, provider in sources:
-        if provider not in ASYMMETRIC:
+        if provider not in PRIVATE_KEY_PROVIDERS:
             _fill_secrets(name, provider, per_source, first, made)
-    keys = {name: made.key(name, p) for name, p in sources if p in ASYMMETRIC}
+    keys = {name: made.key(name, p) for name, p in sources if p in PRIVATE_KEY_PROVIDERS}
     served = [key for key in keys.values() if key.provider in SERVED]
     key_server = serve(served) if served else None
     for key in keys.values():
@@ -140,15 +141,5 @@ def _key_variables(
     """What configures a source for its throwaway key. Unlike `make run`, which keeps a
     key the user configured, these always replace it: a test must sign, and only the
     provider holds the private half of a real key."""
-    suffix = env_suffix(key.source)
-    if key.provider in ("discord", "sendgrid"):
-        return {"WEBHOOK_SECRET_" + suffix: key.public_value}
-    if key.provider == "sns":
-        topics = per_source.get("WEBHOOK_TOPICS_" + suffix, "").strip()
-        return {"WEBHOOK_TOPICS_" + suffix: topics or DEV_TOPIC.format(source=key.source)}
-    assert key_server is not None  # a Plaid key is always served
-    return {
-        "WEBHOOK_CLIENT_ID_" + suffix: key.plaid_client_id,
-        "WEBHOOK_SECRET_" + suffix: key.plaid_secret,
-        "WEBHOOK_API_BASE_" + suffix: key_server,
-    }
+    topics = per_source.get("WEBHOOK_TOPICS_" + env_suffix(key.source), "").strip()
+    return key_env(key, key_server, topics)
