@@ -120,6 +120,14 @@ class Keys:
         return f"{self.rq}:failed:{self.queue_name}"
 
     @property
+    def finished(self) -> str:
+        return f"{self.rq}:finished:{self.queue_name}"
+
+    @property
+    def canceled(self) -> str:
+        return f"{self.rq}:canceled:{self.queue_name}"
+
+    @property
     def queue(self) -> str:
         return f"{self.rq}:queue:{self.queue_name}"
 

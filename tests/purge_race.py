@@ -8,7 +8,7 @@ second operator, requeues the dead letter; then it goes. Whatever the purge read
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +65,20 @@ def _text(value: Any) -> str:
 def requeued_before_the_purge_writes(settings: Settings, job_id: str = JOB_ID) -> Iterator[None]:
     """Within: the first write naming `job_id` from any client but the requeuer's waits for
     the requeue. Checks, on the way out, that the requeue did happen there."""
+
+    def requeue(other: Redis) -> None:
+        assert DeadLetters(settings, other).requeue(job_id, by="dashboard")
+
+    with before_the_purge_writes(settings, requeue, job_id):
+        yield
+
+
+@contextmanager
+def before_the_purge_writes(
+    settings: Settings, act: Callable[[Redis], None], job_id: str = JOB_ID
+) -> Iterator[None]:
+    """Within: the first write naming `job_id` from any client but a second one waits for
+    `act` on that second client. Checks, on the way out, that it did happen there."""
     other = Redis.from_url(settings.redis_url)
     original = Redis.execute_command
     fired: list[bool] = []
@@ -77,7 +91,7 @@ def requeued_before_the_purge_writes(settings: Settings, job_id: str = JOB_ID) -
             and any(job_id in _text(arg) for arg in args[1:])
         ):
             fired.append(True)
-            assert DeadLetters(settings, other).requeue(job_id, by="dashboard")
+            act(other)
         return original(self, *args, **options)
 
     try:

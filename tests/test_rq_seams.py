@@ -23,6 +23,7 @@ from app.keys import RQ_EXECUTION_PREFIX, RQ_QUEUES_SET, RQ_WORKER_PREFIX, Keys,
 from app.settings import Settings
 from tests.conftest import Harness, drain, event_body
 from workers import Event, handler
+from workers.ops.purge import Settled
 from workers.runtime.batch import retry_job
 from workers.runtime.clock import RedisClock
 from workers.runtime.retries import ORPHANED
@@ -45,7 +46,12 @@ def test_the_keys_the_purge_script_deletes_are_rqs_own(redis: Redis) -> None:
 
     keys = Keys("webhook", "webhooks")
     job = Job("j1", connection=redis)
-    assert keys.started == StartedJobRegistry(queue=Queue("webhooks", connection=redis)).key
+    queue = Queue("webhooks", connection=redis)
+    assert keys.started == StartedJobRegistry(queue=queue).key
+    assert keys.finished == queue.finished_job_registry.key
+    assert keys.canceled == queue.canceled_job_registry.key
+    assert [s.key(keys) for s in Settled] == [keys.failed, keys.finished, keys.canceled]
+    assert [s.status for s in Settled] == ["", JobStatus.FINISHED, JobStatus.CANCELED]
     assert keys.results("j1") == Result.get_key("j1")
     assert keys.executions("j1") == ExecutionRegistry("j1", connection=redis).key
     assert keys.dependents("j1") == job.dependents_key

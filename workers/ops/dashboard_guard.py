@@ -13,12 +13,14 @@ rq-dashboard 0.9 has three holes this module closes:
   dashboard's own origin (Origin, or else Referer).
 - Emptying or deleting jobs that have not run yet deletes acknowledged events for good.
   For the webhook queue, only settled jobs (failed, finished, canceled) can be deleted.
-- It deletes a dead letter with `Job.delete()` after reading it, and empties the failed list
-  by deleting each id it read: one requeued in between (by another operator, the command,
-  the Events page) lost its hash and its queue entry while its record said queued. For the
-  webhook queue, the guard answers these itself with the purge every other path uses
-  (`purge.py`), which deletes a job only if it is still a dead letter, in the same atomic
-  step; one requeued meanwhile is left whole (a 409 for one, counted as skipped in an empty).
+- It deletes a job with `Job.delete()` after reading it, and empties a registry by
+  deleting each id it read: a dead letter requeued in between (by another operator, the
+  command, the Events page), or a finished event replayed in between, lost its hash and
+  its queue entry while its record said queued. For the webhook queue, the guard answers
+  these itself with the purge every other path uses (`purge.py`), which deletes a job only
+  if it is still where it was listed (a dead letter; finished or canceled), in the same
+  atomic step; one requeued or replayed meanwhile is left whole (a 409 for one, counted as
+  skipped in an empty).
 - Its requeue leaves a dead letter's retry budget spent, and the event's record silent about
   it: for the webhook queue the guard answers it with the requeue every other path uses
   (`dashboard_requeue.py`).
@@ -39,11 +41,12 @@ from rq import Queue
 from rq.defaults import RQ_KEY_PREFIX
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
+from rq.registry import BaseRegistry
 
 from app.keys import Keys
 from app.logs import logger
 from workers.ops.dashboard_requeue import DashboardRequeue
-from workers.ops.purge import Purge
+from workers.ops.purge import Purge, Settled
 
 _DIV_TEXT_HTML = re.compile(r"<%=\s*\$\('<div/>'\)\.text\((.+?)\)\.html\(\)\s*%>")
 _RAW = "<%="
@@ -52,6 +55,14 @@ SETTLED = {"failed", "finished", "canceled"}
 SETTLED_STATUSES = {JobStatus.FAILED, JobStatus.FINISHED, JobStatus.CANCELED, JobStatus.STOPPED}
 # The statuses of a job in the failed registry: a dead letter, deleted by our purge.
 DEAD_STATUSES = {JobStatus.FAILED, JobStatus.STOPPED}
+# Why a purge of one job found nothing to delete.
+GONE = {
+    Settled.FAILED: "this event is no longer a dead letter (requeued meanwhile): nothing was "
+    "deleted",
+    Settled.FINISHED: "this event is no longer finished (replayed meanwhile): nothing was deleted",
+    Settled.CANCELED: "this job is no longer canceled (enqueued again meanwhile): nothing was "
+    "deleted",
+}
 
 
 def escape_interpolations(source: str) -> str:
@@ -162,8 +173,8 @@ class ActionGuard:
                 f"emptying {registry!r} of the webhook queue would delete acknowledged events "
                 "that have not run; only failed, finished and canceled can be emptied",
             )
-        if queue_name == self.queue_name and registry == "failed" and _deletes():
-            return self._purge_all()
+        if queue_name == self.queue_name and registry in SETTLED and _deletes():
+            return self._purge_all(Settled(registry))
         queue = Queue(queue_name, connection=self.connection())
         count = queue.count if registry == "queued" else _registry_count(queue, registry)
         log_action("empty", queue=queue_name, registry=registry, count=count)
@@ -178,7 +189,9 @@ class ActionGuard:
             return _refuse(404, "no such job")
         status = job.get_status() if job.origin == self.queue_name else None
         if status in DEAD_STATUSES and _deletes():
-            return self._purge_one(job_id)
+            return self._purge_one(job_id, Settled.FAILED)
+        if status in (JobStatus.FINISHED, JobStatus.CANCELED) and _deletes():
+            return self._purge_one(job_id, Settled(status.value))
         if status is not None and status not in SETTLED_STATUSES:
             return _refuse(
                 403,
@@ -187,27 +200,27 @@ class ActionGuard:
         log_action("delete", queue=job.origin, job_id=job_id, count=1)
         return None
 
-    def _purge(self) -> Purge:
+    def _purge(self, registry: Settled) -> Purge:
         # Only RQ's keys of the queue are named (no prefix of ours), under this process's
         # RQ prefix: a shard's, in a cluster's shard dashboard.
-        return Purge(Keys("", self.queue_name, RQ_KEY_PREFIX), self.connection())
+        return Purge(Keys("", self.queue_name, RQ_KEY_PREFIX), self.connection(), registry)
 
-    def _purge_one(self, job_id: str) -> Response:
-        if not self._purge()(job_id):
-            return _refuse(
-                409,
-                "this event is no longer a dead letter (requeued meanwhile): nothing was deleted",
-            )
+    def _purge_one(self, job_id: str, registry: Settled) -> Response:
+        if not self._purge(registry)(job_id):
+            return _refuse(409, GONE[registry])
         log_action("delete", queue=self.queue_name, job_id=job_id, count=1)
         return _answer()
 
-    def _purge_all(self) -> Response:
-        purge = self._purge()
-        listed = Queue(self.queue_name, connection=self.connection()).failed_job_registry
+    def _purge_all(self, registry: Settled) -> Response:
+        purge = self._purge(registry)
+        listed = _registry(Queue(self.queue_name, connection=self.connection()), registry.value)
+        assert listed is not None
         job_ids = [str(i) for i in listed.get_job_ids(cleanup=False)]
         purged = sum(purge(job_id) for job_id in job_ids)
         skipped = len(job_ids) - purged
-        log_action("empty", queue=self.queue_name, registry="failed", count=purged, skipped=skipped)
+        log_action(
+            "empty", queue=self.queue_name, registry=registry.value, count=purged, skipped=skipped
+        )
         return _answer()
 
 
@@ -224,7 +237,12 @@ def _answer() -> Response:
 
 
 def _registry_count(queue: Queue, registry: str) -> int:
-    registries: dict[str, Any] = {
+    found = _registry(queue, registry)
+    return int(found.get_job_count(cleanup=False)) if found is not None else 0
+
+
+def _registry(queue: Queue, name: str) -> BaseRegistry | None:
+    registries: dict[str, BaseRegistry] = {
         "failed": queue.failed_job_registry,
         "finished": queue.finished_job_registry,
         "canceled": queue.canceled_job_registry,
@@ -232,8 +250,7 @@ def _registry_count(queue: Queue, registry: str) -> int:
         "scheduled": queue.scheduled_job_registry,
         "deferred": queue.deferred_job_registry,
     }
-    found = registries.get(registry)
-    return int(found.get_job_count(cleanup=False)) if found is not None else 0
+    return registries.get(name)
 
 
 def log_action(action: str, **fields: Any) -> None:

@@ -1,7 +1,8 @@
-"""Purging a dead letter: out of the failed registry and deleted, in one atomic step.
+"""Purging a settled job: out of its registry and deleted, in one atomic step.
 
 Every purge goes through here: `webhooks dead purge`, the Events page's bulk purge, and
-rq-dashboard's delete and empty of the webhook queue's dead letters (`dashboard_purge.py`).
+rq-dashboard's delete and empty of the webhook queue's settled jobs (`dashboard_guard.py`):
+its dead letters (the failed registry), and its finished and canceled jobs.
 
 RQ's `registry.remove(job, delete_job=True)` deletes the job whatever became of it since
 it was read: a dead letter requeued in between (by the command, the Events page,
@@ -17,10 +18,16 @@ registry and of its worker's set, then the job's set of them), the job hash, its
 dependents and dependencies keys, and its results. Our jobs belong to no group and have no
 rate limit, the two things `Job.delete()` also handles. The ledger record is left as it
 was: it says dead, and a replay enqueues the event again from its stored payload.
+
+A finished (or canceled) job has no such claim: a replay enqueues the event again by
+writing a new job hash over it (status `queued`), and leaves the registry's member, which
+RQ's cleanup drops. So its purge also requires the job's status to be the one it was
+listed with, in the same step: a job replayed since is left whole.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import NamedTuple
 
 from redis import Redis
@@ -30,7 +37,7 @@ from app.keys import Keys
 
 
 class PurgeKeys(NamedTuple):
-    failed_key: str  # the dead letters: RQ's failed registry of the queue
+    registry_key: str  # where the job settled: RQ's failed (dead letters), finished or canceled
     queue_key: str
     started_key: str  # the started registry (members `<job id>:<execution id>`)
     executions_key: str  # the job's executions
@@ -44,12 +51,16 @@ class PurgeArgs(NamedTuple):
     job_id: str
     execution_prefix: str  # RQ's, of an execution's hash
     worker_prefix: str  # RQ's, of a worker's set of executions
+    status: str  # the job's, required; empty: the registry's ZREM is the claim (failed)
 
 
 PURGE = (
     script_prologue(PurgeKeys, PurgeArgs)
     + """
-if redis.call('ZREM', failed_key, job_id) == 0 then
+if status ~= '' and redis.call('HGET', job_key, 'status') ~= status then
+  return 0
+end
+if redis.call('ZREM', registry_key, job_id) == 0 then
   return 0
 end
 redis.call('LREM', queue_key, 1, job_id)
@@ -69,18 +80,37 @@ return 1
 )
 
 
-class Purge:
-    """Purges dead letters of one queue, one job id at a time."""
+class Settled(Enum):
+    """The registries a purge takes a job from, each with the status it requires (none for
+    the failed registry, whose ZREM is RQ's requeue's claim too)."""
 
-    def __init__(self, keys: Keys, connection: Redis) -> None:
+    FAILED = "failed"
+    FINISHED = "finished"
+    CANCELED = "canceled"
+
+    def key(self, keys: Keys) -> str:
+        return str(getattr(keys, self.value))  # Keys.failed, .finished or .canceled
+
+    @property
+    def status(self) -> str:
+        return "" if self is Settled.FAILED else self.value
+
+
+class Purge:
+    """Purges the settled jobs of one queue's registry (the dead letters unless told),
+    one job id at a time."""
+
+    def __init__(self, keys: Keys, connection: Redis, registry: Settled = Settled.FAILED) -> None:
         self.keys = keys
+        self.registry = registry
         self.script = connection.register_script(PURGE)
 
     def __call__(self, job_id: str) -> bool:
-        """True when it purged the job; False when the job was no longer a dead letter
-        (requeued, purged or expired since it was listed): then nothing of it changed."""
+        """True when it purged the job; False when the job was no longer there (a dead letter
+        requeued, a finished job replayed, purged or expired since it was listed): then
+        nothing of it changed."""
         keys = PurgeKeys(
-            failed_key=self.keys.failed,
+            registry_key=self.registry.key(self.keys),
             queue_key=self.keys.queue,
             started_key=self.keys.started,
             executions_key=self.keys.executions(job_id),
@@ -89,7 +119,8 @@ class Purge:
             dependencies_key=self.keys.dependencies(job_id),
             results_key=self.keys.results(job_id),
         )
-        names, args = call(
-            keys, PurgeArgs(job_id, self.keys.execution_prefix, self.keys.worker_prefix)
+        args = PurgeArgs(
+            job_id, self.keys.execution_prefix, self.keys.worker_prefix, self.registry.status
         )
-        return bool(self.script(keys=names, args=args))
+        names, values = call(keys, args)
+        return bool(self.script(keys=names, args=values))
