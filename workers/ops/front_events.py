@@ -23,7 +23,7 @@ from workers.ops.events_page.chart import draw
 from workers.ops.events_page.chart_range import chosen, links
 from workers.ops.events_page.chart_template import CHART
 from workers.ops.events_page.moments import waited
-from workers.ops.events_page.search_form import FIELDS, form_of, parse_query
+from workers.ops.events_page.search_form import carried, form_of, parse_query
 from workers.ops.events_page.templates import environment
 from workers.ops.front_pages import page
 from workers.ops.front_picture import Picture, read_picture
@@ -68,7 +68,7 @@ def _picture(picture: Picture, args: MultiDict[str, str]) -> str:
         "(every shard that answered)</p>"
     ) + html
     chart = draw(picture.timeline)
-    kept = {k: v for k, v in form_of(args).items() if v and k in FIELDS and k != "after"}
+    kept = carried(form_of(args))
     chosen_links = links(
         chart.span,
         chart.auto,

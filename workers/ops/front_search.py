@@ -25,7 +25,7 @@ from app.keys import Keys
 from app.settings import Settings
 from app.shards import Shards
 from workers.ops.events_page.search import Cursor, EventSearch, Page, Query
-from workers.ops.events_page.search_form import FIELDS, form_of
+from workers.ops.events_page.search_form import carried, form_of
 from workers.ops.ledger import EventLedger, LedgerRecord
 from workers.ops.shard_reads import read_each
 
@@ -141,7 +141,7 @@ def results(
     at = decode_at(args.get("at", ""))
     merged = search(settings, shards, query, at) if not errors else Merged()
     form = form_of(args)
-    kept = {k: v for k, v in form.items() if v and k in FIELDS and k != "after"}
+    kept = carried(form)
     rows = "".join(_row(found) for found in merged.rows)
     older = ""
     if merged.next_at:

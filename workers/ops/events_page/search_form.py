@@ -8,6 +8,7 @@ page size is one of a few choices, as the command's `--limit` is any.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import click
 
@@ -29,6 +30,12 @@ FILTERS = ("source", "id", "type", "status", "since", "until", "requeued")
 def form_of(args: Mapping[str, str], names: tuple[str, ...] = FIELDS) -> dict[str, str]:
     """The fields as given, bounded: what the form shows again and the links carry."""
     return {name: (args.get(name) or "")[:MAX_FIELD] for name in names}
+
+
+def carried(form: Mapping[str, str]) -> dict[str, Any]:  # Any: url_for's keywords
+    """The search's fields a link carries on (the pager's, the chart's ranges): those given,
+    without the cursor, which each link sets itself."""
+    return {k: v for k, v in form.items() if v and k in FIELDS and k != "after"}
 
 
 def parse_query(args: Mapping[str, str], sources: list[str]) -> tuple[Query, list[str]]:

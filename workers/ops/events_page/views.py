@@ -28,7 +28,7 @@ from workers.ops.events_page.layout import page_layout
 from workers.ops.events_page.moments import Moment, moment, waited
 from workers.ops.events_page.picture import read_queue, read_timeline
 from workers.ops.events_page.search import EventSearch, Page, Query
-from workers.ops.events_page.search_form import LIMITS, form_of, parse_query
+from workers.ops.events_page.search_form import LIMITS, carried, form_of, parse_query
 from workers.ops.events_page.templates import STYLESHEET, render
 from workers.ops.ledger import EventLedger, LedgerRecord
 
@@ -116,7 +116,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         form = form_of(request.args)
         older = None
         if page.more is not None and not query.event_id:
-            older = url_for("events.index", **_kept(form), after=page.more.encode())
+            older = url_for("events.index", **carried(form), after=page.more.encode())
         queue = read_queue(redis, keys)
         # The chart's range: `?range=hour|day|week`, or (anything else) the one that fits.
         chart = draw(
@@ -131,7 +131,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             chart_links=links(
                 chart.span,
                 chart.auto,
-                lambda choice: url_for("events.index", **_kept(form), range=choice) + "#day",
+                lambda choice: url_for("events.index", **carried(form), range=choice) + "#day",
             ),
             sources=sources,
             statuses=[str(s) for s in EventStatus],
@@ -145,7 +145,7 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
             requeued=requeued,
             summary=_summary(query, page),
             older=older,
-            newest=url_for("events.index", **_kept(form)),
+            newest=url_for("events.index", **carried(form)),
             ranges=[
                 (label, url_for("events.index", since=str(int(now - span))))
                 for label, span in RANGES
@@ -217,11 +217,6 @@ def events_blueprint(settings: Settings, connection: Callable[[], Redis]) -> Blu
         return response
 
     return blueprint
-
-
-def _kept(form: dict[str, str]) -> dict[str, Any]:
-    """The search's own fields, for the pager's links (without the cursor)."""
-    return {k: v for k, v in form.items() if v and k != "after"}
 
 
 def _named_event(fields: Mapping[str, str], sources: list[str]) -> tuple[str, str]:
