@@ -114,6 +114,23 @@ def test_the_datas_own_id_is_the_event_id_and_another_id_is_refused_naming_both(
     assert queued(redis) == [("inbound", "evt_p1")]
 
 
+def test_an_id_the_data_would_leave_out_of_a_digest_id_event_is_refused_and_nothing_sent(
+    configured: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dropbox's event id is the body's digest, and `--data` is its whole body."""
+    monkeypatch.setenv("WEBHOOK_SOURCES", "inbound,box:dropbox")
+    monkeypatch.setenv("WEBHOOK_SECRET_BOX", "dropbox-app-secret")
+    data = '{"list_folder": {"accounts": ["dbid:A"]}}'
+    # Port 9: a request that went out would be refused there, and say so instead.
+    sent = webhooks("send", "box", "--data", data, "--id", "evt_b1", "--url", "http://127.0.0.1:9")
+    assert sent.exit_code == 1, sent.output
+    error = one_line(sent.stderr)
+    assert error.startswith("Error: dropbox: the event id is the body's digest (sha256:")
+    assert error.endswith(
+        "the id given, 'evt_b1', would be in none of it; give none, or put it in the data"
+    )
+
+
 def test_the_datas_own_type_is_sent_when_no_type_is_given_and_another_is_refused(
     web: Process, configured: None, redis: Redis
 ) -> None:

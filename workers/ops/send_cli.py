@@ -25,11 +25,11 @@ from workers.dev.stackfile import find_stack
 from workers.ops.common import CommandError, cell, load_settings
 from workers.signing import (
     PRIVATE_KEY_PROVIDERS,
-    SIGNERS,
     EventToSign,
     Keys,
     SignedRequest,
     SigningError,
+    sign,
 )
 from workers.signing.defaults import DEFAULT_TYPE
 
@@ -89,7 +89,7 @@ def send(
     )
     keys = Keys(secret or _first_secret(config), _private_key(config))
     try:
-        request = SIGNERS[config.provider](config, event, keys)
+        request = sign(config, event, keys)
     except SigningError as exc:
         raise CommandError(str(exc)) from None
     answer = _post(request)

@@ -10,6 +10,9 @@ verifier and no signer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from app.settings import SourceConfig
 from workers.signing import asymmetric, header_hmac, recipes, url_and_body
 from workers.signing.base import EventToSign, Keys, SignedRequest, Signer, SigningError
 
@@ -22,6 +25,33 @@ SIGNERS: dict[str, Signer] = {
 # The providers that sign with a private key (`Keys.private_key`), never with a secret.
 PRIVATE_KEY_PROVIDERS = frozenset(asymmetric.SIGNERS)
 
+
+def sign(source: SourceConfig, event: EventToSign, keys: Keys) -> SignedRequest:
+    """The request `source`'s provider would send for `event`; a SigningError when an id
+    given can have no part in it.
+
+    Where the receiver's id is the body's digest (Dropbox, Meta, a SendGrid batch...), an
+    id given is the sample's seed (its own ids derive from it) or the data's own id; data
+    that is the whole body and holds it nowhere leaves it out entirely, and the event the
+    user named `evt_1` would arrive as `sha256:...` with nothing of `evt_1` in it."""
+    request = SIGNERS[source.provider](source, event, keys)
+    if not event.id_given or request.event_id == event.event_id:
+        return request
+    if event.event_id in request.body.decode("utf-8", "replace") or any(
+        event.event_id in value for value in request.headers.values()
+    ):
+        return request
+    # Signed again for another id: a body that does not change never depended on it.
+    other = replace(event, event_id=f"{event.event_id}-other", id_given=False)
+    if SIGNERS[source.provider](source, other, keys).body != request.body:
+        return request
+    raise SigningError(
+        f"{source.provider}: the event id is the body's digest ({request.event_id}) and the "
+        f"data given is the whole body: the id given, {event.event_id!r}, would be in none "
+        "of it; give none, or put it in the data"
+    )
+
+
 __all__ = [
     "PRIVATE_KEY_PROVIDERS",
     "SIGNERS",
@@ -30,4 +60,5 @@ __all__ = [
     "SignedRequest",
     "Signer",
     "SigningError",
+    "sign",
 ]

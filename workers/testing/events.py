@@ -30,7 +30,8 @@ from app.settings import Settings, SourceConfig
 from workers.dev.keypair import signing_pem
 from workers.event import Event
 from workers.runtime.job_event import event_of
-from workers.signing import PRIVATE_KEY_PROVIDERS, SIGNERS, EventToSign, Keys, SignedRequest
+from workers.signing import PRIVATE_KEY_PROVIDERS, EventToSign, Keys, SignedRequest
+from workers.signing import sign as sign_event
 from workers.signing.defaults import DEFAULT_TYPE
 from workers.testing.settings import FixtureSettings
 
@@ -103,7 +104,7 @@ def sign(
     own = setup.keys.get(source)
     if private_key is None:
         private_key = signing_pem(own, setup.key_server) if own is not None else b""
-    return SIGNERS[config.provider](config, event, Keys(secret, private_key))
+    return sign_event(config, event, Keys(secret, private_key))
 
 
 def build_event(
