@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from redis import Redis
 
-from app.keys import job_id_for
+from app.keys import Keys, job_id_for
 from app.shards import Shards
 from tests.cluster.harness import ShardedRedis
 from tests.cluster.test_cluster_stack import send_one
@@ -26,6 +26,7 @@ from tests.processes import Process, Stack, effects, wait_http, wait_until
 from workers.dev.redis_server import RedisServer
 
 SHARDS = Shards(3)
+KEYS = Keys("webhook", "webhooks")
 
 
 def site(
@@ -44,14 +45,30 @@ def site(
     return web, dashboard
 
 
-def dead_letter_per_shard(web: Process, redis: Redis, prefix: str) -> dict[int, str]:
-    """An event of each shard whose handler fails (no retries: a dead letter at once)."""
+def dead_letter_per_shard(
+    web: Process, redis: Redis, prefix: str, cluster: ShardedRedis
+) -> dict[int, str]:
+    """An event of each shard whose handler fails (no retries: a dead letter at once), once
+    each is in its shard's dead letters (the handler's run comes before its settlement)."""
     candidates = [f"{prefix}{n}" for n in range(200)]
     dead = {s: next(c for c in candidates if SHARDS.of("inbound", c) == s) for s in SHARDS}
     for event_id in dead.values():
         redis.set(f"fail:{event_id}", 1)
         assert send_one(web.url, event_id, "order.flaky") == 200
-    wait_until(lambda: all(effects(redis, e) == 1 for e in dead.values()), 30, "the failures")
+    client = cluster.client()
+    try:
+
+        def all_dead() -> bool:
+            return all(
+                client.zscore(KEYS.sharded(SHARDS.tag(s)).failed, job_id_for("inbound", e))
+                is not None
+                for s, e in dead.items()
+            )
+
+        wait_until(all_dead, 30, "every shard's dead letter")
+    finally:
+        client.close()
+    assert all(effects(redis, e) == 1 for e in dead.values())
     return dead
 
 
@@ -67,7 +84,7 @@ def test_each_shards_dead_letter_is_shown_and_requeued_on_its_shards_pages(
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_dash")
+    dead = dead_letter_per_shard(web, redis, "evt_dash", cluster)
 
     listing = get(dashboard, "/")
     assert listing.status_code == 200
@@ -148,7 +165,7 @@ def test_in_a_browser_each_shards_rq_dashboard_and_events_page_show_its_dead_let
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_seen")
+    dead = dead_letter_per_shard(web, redis, "evt_seen", cluster)
     log_in(browser)
     browser.get(dashboard.url + "/")
     wait_until(lambda: page_text(browser).count("answers") == SHARDS.count, 20, "the shards")

@@ -53,7 +53,7 @@ def test_the_fronts_chart_counts_what_every_shard_received_and_worked(
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_chart_dead")
+    dead = dead_letter_per_shard(web, redis, "evt_chart_dead", cluster)
     assert len(dead) == 3
     done = [f"evt_chart{n}" for n in range(12)]
     for event_id in done:
@@ -91,7 +91,7 @@ def test_a_bulk_requeue_and_purge_on_the_front_act_on_every_shards_dead_letters(
 ) -> None:
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_bulk")
+    dead = dead_letter_per_shard(web, redis, "evt_bulk", cluster)
     search = get(dashboard, "/events", params={"status": "dead"}).text
     assert "3 dead letters in 3 shards match this search" in search
 
@@ -201,7 +201,7 @@ def test_a_stopped_primarys_shard_is_named_on_the_fronts_events_page(
 ) -> None:
     cluster = make_sharded_redis(options={"cluster-require-full-coverage": "no"})
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_down")
+    dead = dead_letter_per_shard(web, redis, "evt_down", cluster)
     for event_id in dead.values():
         redis.delete(f"fail:{event_id}")
     before = get(dashboard, "/events/bulk", params={"verb": "requeue", "status": "dead"})
@@ -245,7 +245,7 @@ def test_in_a_browser_the_fronts_events_page_charts_and_requeues_every_shards_de
 
     cluster = make_sharded_redis()
     web, dashboard = site(make_stack, cluster, redis_server)
-    dead = dead_letter_per_shard(web, redis, "evt_click")
+    dead = dead_letter_per_shard(web, redis, "evt_click", cluster)
     for event_id in dead.values():
         redis.delete(f"fail:{event_id}")
     log_in(browser)
