@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from redis import Redis
+from redis.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rq.job import Job, JobStatus
 
 from app.keys import job_id_for
@@ -325,3 +327,33 @@ def test_a_job_another_worker_settled_after_a_lost_answer_is_not_logged_as_ours(
     err = capfd.readouterr().err
     assert "job settled by another worker; not settled again" in err
     assert [line for line in logged(err) if line.get("state") == "retry_scheduled"] == []
+
+
+def test_a_lost_answer_redis_cannot_be_asked_about_is_logged_as_unsure_not_as_another_workers(
+    ran: tuple[WebhookWorker, Batch],
+    redis: Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """The retry finds the job settled, and its read of who did is cut: the settlement
+    stands, and the line says it cannot tell."""
+    worker, _ = ran
+    lose_the_answer(monkeypatch, redis, applied=True)
+    real = Pipeline.execute
+
+    def execute(self: Pipeline, *args: Any, **options: Any) -> Any:
+        if any(command[0][0] == "HMGET" for command in self.command_stack):
+            raise RedisConnectionError("cut while asking")
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(Pipeline, "execute", execute)
+    worker.settle_unsettled()
+
+    job = Job.fetch(JOB_ID, connection=redis)
+    assert (job.get_status(), job.retries_left) == (JobStatus.QUEUED, 1)
+    err = capfd.readouterr().err
+    assert "settled by another worker" not in err
+    assert (
+        "job settled already (by this worker's try whose answer was lost, or by another worker)"
+        in err
+    )

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis.connection import Connection, ConnectionPool
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 from rq.job import Job
 
 from app.logs import logger
@@ -132,37 +132,59 @@ def finish(sent: Sent) -> list[Entry] | None:
 
 
 def _log(sent: Sent) -> None:
+    """The settlement's outcome lines; and for each job it found settled, the line of an
+    earlier try whose answer was lost and which settled it, or else a warning."""
+    for line in sent.logged:
+        _log_line(line)
     settled = {id(entry) for entry in sent.held}
     others = [entry for entry in sent.batch.entries if id(entry) not in settled]
     for entry in others:
         sent.worker.executions.pop(entry.execution.id, None)  # type: ignore[union-attr]
     applied = _applied_unanswered(sent.worker, sent.batch, others)
     for entry in others:
-        if entry.job.id not in applied:
+        earlier = applied.get(entry.job.id) if applied is not None else None
+        if earlier is not None:
+            _log_line(earlier)
+        elif applied is None and entry.job.id in sent.batch.unanswered:
+            logger.warning(
+                "job settled already (by this worker's try whose answer was lost, or by "
+                "another worker); not settled again",
+                extra={"job_id": entry.job.id},
+            )
+        else:
             logger.warning(
                 "job settled by another worker; not settled again", extra={"job_id": entry.job.id}
             )
-    for line in [*applied.values(), *sent.logged]:
-        if line.meta is None:
-            logger.error(
-                "a job that is not a webhook event's was moved to the failed registry",
-                extra={"job_id": line.job.id, "error": line.error},
-            )
-        else:
-            log_outcome(line.job, line.meta, line.status, line.error, line.delay, line.retries_left)
 
 
-def _applied_unanswered(worker: RQWorker, batch: Batch, others: list[Entry]) -> dict[str, Logged]:
+def _log_line(line: Logged) -> None:
+    if line.meta is None:
+        logger.error(
+            "a job that is not a webhook event's was moved to the failed registry",
+            extra={"job_id": line.job.id, "error": line.error},
+        )
+    else:
+        log_outcome(line.job, line.meta, line.status, line.error, line.delay, line.retries_left)
+
+
+def _applied_unanswered(
+    worker: RQWorker, batch: Batch, others: list[Entry]
+) -> dict[str, Logged] | None:
     """Of the jobs found settled, those an earlier try whose answer was lost settled: the
-    job's meta is the one it wrote. By job id, what that try would have logged."""
+    job's meta is the one it wrote. By job id, what that try would have logged; None when
+    Redis could not be asked (the settlement is done: this only decides a log line)."""
     asked = [entry.job for entry in others if entry.job.id in batch.unanswered]
     if not asked:
         return {}
     stored = worker.connection.pipeline(transaction=False)
     for job in asked:
         stored.hmget(job.key, ["meta", "status"])
+    try:
+        replies = stored.execute()
+    except RedisError:
+        return None
     applied: dict[str, Logged] = {}
-    for job, (meta, status) in zip(asked, stored.execute(), strict=True):
+    for job, (meta, status) in zip(asked, replies, strict=True):
         for line in batch.unanswered[job.id]:
             if line.meta is None:
                 # Not an event's job: no meta of ours; that try failed it, as RQ's sweep would.
